@@ -1,0 +1,227 @@
+// cf_core.c — the cancel-token state machine. See cf_core.h for the essay.
+#include "cf_core.h"
+
+#include <atomic_ops.h>
+#include <sched.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+_Static_assert(sizeof(AO_t) == sizeof(uintptr_t), "AO_t is one machine word");
+_Static_assert(offsetof(cf_node, state) == 0, "node state word first");
+_Static_assert(offsetof(cf_future, token) == 0, "a cf_future* is a cf_token*");
+_Static_assert((CF_W_TAGS & ~(uintptr_t)15) == 0, "tags fit in the alignment of a node");
+
+#define W(p) ((volatile AO_t *)(p))
+#define NODE_OF(w) ((cf_node *)((w) & ~(uintptr_t)CF_W_TAGS))
+
+// Cleanup runs when this many removed nodes are still linked, and more of
+// them than half the nodes the last cleanup kept: amortized O(1) per removal,
+// and the list stays O(live handlers) under register/remove churn.
+#define CF_CLEAN_MIN 16
+
+void cf_token_init(cf_token *t, uintptr_t terminal) {
+    t->word = terminal;
+    t->dead = 0;
+    t->last_len = 0;
+}
+
+uintptr_t cf_token_load(const cf_token *t) {
+    // Acquire: pairs with the full CAS in cf_token_settle, so whoever sees a
+    // terminal word sees the writes made before the settle (a future's result).
+    return AO_load_acquire(W(&t->word));
+}
+
+void cf_node_init(cf_node *n, cf_node_fn fn, void *_Nullable ctx) {
+    n->state = CF_N_LIVE;
+    n->next = NULL;
+    n->fn = fn;
+    n->ctx = ctx;
+    n->op = 0;
+}
+
+uintptr_t cf_node_state(const cf_node *n) {
+    // Acquire: a caller that sees CLAIMED/REMOVED/DISCARDED sees the winner's
+    // preceding writes (only used to answer remove()).
+    return AO_load_acquire(W(&n->state));
+}
+
+int cf_token_register(cf_token *t, cf_node *n) {
+    // Acquire: if the word is terminal the caller runs the handler inline and
+    // must see what was written before the cancel (same pairing as cf_token_load).
+    AO_t w = AO_load_acquire(W(&t->word));
+    for (;;) {
+        if (w & CF_W_CANCELLED) return CF_REG_CANCELLED;
+        if (w & CF_W_IMMORTAL) return CF_REG_IMMORTAL;
+        // Plain store: `n` is still private to this thread. The observed head
+        // is only ever stored as `next`, never dereferenced, so the push is
+        // ABA-free (a recycled head is still the correct `next`).
+        n->next = NODE_OF(w);
+        // Release (and acquire on failure): publishes n's fields to whoever
+        // later acquires the word (settle, cleaner); preserves CF_W_CLEANING.
+        AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), w,
+                                                   (AO_t)n | (w & CF_W_CLEANING));
+        if (seen == w) return CF_REG_ADDED;
+        w = seen;
+    }
+}
+
+// ---- the per-thread drain queue ------------------------------------------
+// Nodes taken off settled tokens wait here, in order, until the outermost
+// settle on this thread runs them. Only this thread touches it: no atomics.
+static __thread cf_node *_Nullable q_head;
+static __thread cf_node *_Nullable q_tail;
+static __thread int q_draining;
+
+static void drain(void) {
+    q_draining = 1;
+    cf_node *n;
+    while ((n = q_head) != NULL) {
+        q_head = n->next;
+        if (q_head == NULL) q_tail = NULL;
+        int cancelled = n->op == CF_W_CANCELLED;
+        // Full CAS out of LIVE: exactly one of settle/remove wins the node.
+        // Acquire: the winner sees the handler the registering thread wrote;
+        // release: a remover that loses and reads the state sees our claim.
+        int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
+                                           cancelled ? CF_N_CLAIMED : CF_N_DISCARDED);
+        cf_node_fn fn = n->fn;
+        void *ctx = n->ctx;
+        // After this call the node may be freed: nothing of it is read again.
+        fn(ctx, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
+    }
+    q_draining = 0;
+}
+
+int cf_token_settle(cf_token *t, uintptr_t terminal) {
+    AO_t w = AO_load_acquire(W(&t->word));
+    for (;;) {
+        if (w & CF_W_TERMINAL) return 0;
+        if (w & CF_W_CLEANING) {
+            // A remover is unlinking interior nodes (bounded work, no
+            // callbacks): wait it out so we walk a stable list.
+            sched_yield();
+            w = AO_load_acquire(W(&t->word));
+            continue;
+        }
+        // Full: release publishes whatever the caller wrote before settling
+        // (a future's result) to everyone who acquires the terminal word;
+        // acquire makes every pushed node and the cleaner's relinks visible.
+        AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), w, terminal);
+        if (seen == w) break;
+        w = seen;
+    }
+    // The list is ours now: nobody else reads or writes its links.
+    cf_node *lifo = NODE_OF(w), *fifo = NULL, *last = lifo;
+    while (lifo) {
+        cf_node *next = lifo->next;
+        lifo->next = fifo;
+        lifo->op = terminal;
+        fifo = lifo;
+        lifo = next;
+    }
+    if (fifo) {
+        if (q_tail) q_tail->next = fifo; else q_head = fifo;
+        q_tail = last;
+    }
+    if (!q_draining) drain();
+    return 1;
+}
+
+// Unlinks REMOVED nodes below the current head. Called by a remover.
+static void try_clean(cf_token *t) {
+    AO_t w = AO_load(W(&t->word));
+    if (w & (CF_W_TERMINAL | CF_W_CLEANING)) return;
+    if (NODE_OF(w) == NULL) return;
+    // Acquire: makes every node linked below `w` and its `next` visible.
+    if (!AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)) return;
+    // We own the interior links below head: pushes only add above it, settle
+    // waits for us, and removers only touch node states.
+    cf_node *head = NODE_OF(w), *prev = head, *cur = head->next, *unlinked = NULL;
+    AO_t kept = 1, removed = 0;
+    while (cur) {
+        cf_node *next = cur->next;
+        // Acquire: pairs with the remover's CAS (we only unlink REMOVED nodes;
+        // no node can be CLAIMED or DISCARDED while the token is cancellable).
+        if (AO_load_acquire(W(&cur->state)) == CF_N_REMOVED) {
+            prev->next = next;
+            cur->next = unlinked;
+            unlinked = cur;
+            removed++;
+        } else {
+            prev = cur;
+            kept++;
+        }
+        cur = next;
+    }
+    // Relaxed is enough for the two counters: they only steer when to clean.
+    AO_store(W(&t->last_len), kept);
+    AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
+    // Release: publishes the relinks to the next cleaner or settler (both
+    // acquire the word). The word can only have gained pushes meanwhile.
+    AO_t cur_w = AO_load(W(&t->word));
+    for (;;) {
+        AO_t seen = AO_fetch_compare_and_swap_release(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+        if (seen == cur_w) break;
+        cur_w = seen;
+    }
+    while (unlinked) {
+        cf_node *next = unlinked->next;
+        cf_node_fn fn = unlinked->fn;
+        fn(unlinked->ctx, CF_EV_UNLINK);
+        unlinked = next;
+    }
+}
+
+int cf_node_remove(cf_token *t, cf_node *n) {
+    // Full CAS out of LIVE: exactly one of remove/settle wins (see drain).
+    if (!AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, CF_N_REMOVED)) return 0;
+    // Relaxed counters: only a heuristic for when to clean.
+    AO_t dead = AO_fetch_and_add1(W(&t->dead)) + 1;
+    if (dead >= CF_CLEAN_MIN && dead > AO_load(W(&t->last_len)) / 2) try_clean(t);
+    return 1;
+}
+
+int cf_node_claim(cf_node *n, uintptr_t fate) {
+    // Full CAS out of LIVE, as in drain(): exactly one of claim/remove wins.
+    return AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, fate);
+}
+
+size_t cf_token_debug_count(cf_token *t) {
+    for (;;) {
+        AO_t w = AO_load_acquire(W(&t->word));
+        if (w & CF_W_TERMINAL) return 0;
+        if (NODE_OF(w) == NULL) return 0;
+        if (w & CF_W_CLEANING) { sched_yield(); continue; }
+        // Acquire, as a cleaner: the links below are stable until we clear it.
+        if (!AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)) continue;
+        size_t count = 0;
+        for (cf_node *n = NODE_OF(w); n; n = n->next) count++;
+        AO_t cur_w = AO_load(W(&t->word));
+        for (;;) {
+            // Release: as the cleaner's clear.
+            AO_t seen = AO_fetch_compare_and_swap_release(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+            if (seen == cur_w) break;
+            cur_w = seen;
+        }
+        return count;
+    }
+}
+
+int cf_future_claim(cf_future *f, uintptr_t expected, uintptr_t desired) {
+    // Full: the CLAIMED winner then writes the result (published later by the
+    // settle); the FLATTENING publication must be ordered before the cycle
+    // walk's loads (store-buffering), which only a full fence guarantees.
+    return AO_compare_and_swap_full(W(&f->claim), expected, desired);
+}
+
+uintptr_t cf_future_claim_load(const cf_future *f) {
+    // Acquire: a walker that sees FLATTENING sees the target written before it.
+    return AO_load_acquire(W(&f->claim));
+}
+
+static __thread int main_cache; // 0 unknown, 1 main, 2 not main
+
+int cf_is_main_thread(void) {
+    if (main_cache == 0) main_cache = (syscall(SYS_gettid) == getpid()) ? 1 : 2;
+    return main_cache == 1;
+}

@@ -1,0 +1,150 @@
+// cf_core.h — the lock-free core of CollapsingFutures.
+//
+// Why C: the cancel-token state machine is a handful of compare-and-swaps on
+// one machine word per token and one per handler. Written in C over
+// libatomic_ops, every atomic and its ordering is spelled out and visible to
+// ThreadSanitizer, and the Swift layer above stays a thin, allocation-aware
+// wrapper (Sources/CollapsingFutures).
+//
+// The state word (cf_token.word), one AO_t per token:
+//   0                      still cancellable, no handlers
+//   node | [CF_W_CLEANING] still cancellable; `node` is the newest handler of a
+//                          push-only (Treiber) stack linked through cf_node.next.
+//                          CF_W_CLEANING: one remover owns the interior links.
+//   CF_W_CANCELLED         terminal: cancelled (no pointer bits)
+//   CF_W_IMMORTAL          terminal: can never be cancelled (no pointer bits)
+// Nodes are 16-byte aligned, so the low four bits of a node pointer are free.
+//
+// The node state (cf_node.state): CF_N_LIVE, then exactly one of CLAIMED (it
+// runs: the token was cancelled), REMOVED (cf_node_remove won), DISCARDED (the
+// token became immortal). Whoever wins the CAS out of LIVE owns the handler.
+//
+// Naming: every symbol is prefixed cf_. Functions say above them who may call
+// them concurrently and which memory ordering they use; every atomic says why
+// its ordering is enough.
+//
+// The core never calls back while it owns anything: callbacks (cf_node.fn) run
+// only after the node's fate is settled and the token word is released. A
+// cancellation that starts inside a callback is queued on the calling thread
+// and drained by the outermost cancel (a loop, not recursion), so cascades of
+// any length use constant stack.
+#ifndef CF_CORE_H
+#define CF_CORE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#pragma clang assume_nonnull begin
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Event passed to a node's callback. Every event also hands back the one
+/// reference the token's list held on the node (the callee releases it).
+typedef enum cf_event {
+    CF_EV_RUN = 1,      ///< the token was cancelled and this node was claimed: run the handler
+    CF_EV_DISCARD = 2,  ///< the token became immortal and this node was claimed: drop the handler unrun
+    CF_EV_UNLINK = 3,   ///< the node (already removed) left the list: only release the list's reference
+} cf_event;
+
+typedef void (*cf_node_fn)(void *_Nullable ctx, int event);
+
+/// A handler registration. Lives at the start of a 16-byte aligned allocation
+/// owned by the caller (a Swift object in CollapsingFutures, a malloc block in
+/// the C floor benchmark).
+typedef struct cf_node {
+    uintptr_t state;                 ///< AO_t: CF_N_*; CAS only
+    struct cf_node *_Nullable next;  ///< older node; see cf_token_register
+    cf_node_fn _Nullable fn;         ///< callback, set before registration
+    void *_Nullable ctx;             ///< callback context
+    uintptr_t op;                    ///< terminal word a pending node settles into (drain queue only)
+} cf_node;
+
+typedef struct cf_token {
+    uintptr_t word;      ///< AO_t: the state word described above
+    uintptr_t dead;      ///< AO_t: removed nodes still linked (cleanup trigger)
+    uintptr_t last_len;  ///< AO_t: nodes kept by the last cleanup (cleanup trigger)
+} cf_token;
+
+/// A token plus the claim word of a future: who may set its result.
+typedef struct cf_future {
+    cf_token token;      ///< must stay first: a cf_future* is a cf_token*
+    uintptr_t claim;     ///< AO_t: CF_F_*
+} cf_future;
+
+enum {
+    CF_W_CLEANING = 1,
+    CF_W_CANCELLED = 2,
+    CF_W_IMMORTAL = 4,
+    CF_W_TERMINAL = CF_W_CANCELLED | CF_W_IMMORTAL,
+    CF_W_TAGS = 15,
+};
+enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
+enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2 };
+
+/// cf_token_register results.
+enum { CF_REG_ADDED = 0, CF_REG_CANCELLED = 1, CF_REG_IMMORTAL = 2 };
+
+/// Initialises a token (not concurrent: before the token is shared).
+/// `terminal` is 0, CF_W_CANCELLED or CF_W_IMMORTAL.
+void cf_token_init(cf_token *t, uintptr_t terminal);
+
+/// Any thread, any time. Acquire load: a caller that sees a terminal word
+/// also sees everything written before the cancel (a future's result).
+uintptr_t cf_token_load(const cf_token *t);
+
+/// Initialises a node (not concurrent: before registration).
+void cf_node_init(cf_node *n, cf_node_fn fn, void *_Nullable ctx);
+
+/// Pushes `n` on the token's list. Any number of threads concurrently with
+/// each other and with cancel/immortalize/remove. Release CAS publishes the
+/// node's fields. Returns CF_REG_ADDED (the list now holds the caller's
+/// reference), or the terminal state found (nothing was linked; the caller
+/// runs or drops the handler itself and keeps its reference).
+int cf_token_register(cf_token *t, cf_node *n);
+
+/// Moves a still-cancellable token to CF_W_CANCELLED or CF_W_IMMORTAL and
+/// settles every node: claimed ones run (cancel) or are discarded
+/// (immortalize) in registration order, on this thread. Any thread; exactly
+/// one caller wins (returns 1), the rest return 0. Full CAS. Inside a
+/// callback the settling is queued and done after that callback returns.
+int cf_token_settle(cf_token *t, uintptr_t terminal);
+
+/// Claims `n` for removal (LIVE -> REMOVED). Any thread, concurrently with
+/// everything. Returns 1 if this call removed it (the caller now owns and
+/// releases the handler), 0 if it had already run, been removed or discarded.
+/// May unlink removed nodes (amortized O(1)): their CF_EV_UNLINK callbacks
+/// run on this thread before it returns.
+int cf_node_remove(cf_token *t, cf_node *n);
+
+/// Claims a node that is NOT linked in any list (its registration found the
+/// token already settled): LIVE -> `fate` (CF_N_CLAIMED or CF_N_DISCARDED).
+/// Races only with cf_node_remove. Full CAS, as in the drain. 1 if won.
+int cf_node_claim(cf_node *n, uintptr_t fate);
+
+/// Acquire load of a node's state.
+uintptr_t cf_node_state(const cf_node *n);
+
+/// Number of nodes linked in the list (live or removed). Takes the cleaning
+/// bit like a cleaner, so it is safe at any time; exact when quiescent.
+/// For tests and the benchmark's peak-live-nodes figure.
+size_t cf_token_debug_count(cf_token *t);
+
+/// Future claim word. Any thread.
+/// CAS with full ordering: the winner may then write the result; the full
+/// fence on FLATTENING publication makes cycle detection see every other
+/// publication that preceded it (store-buffering safe).
+int cf_future_claim(cf_future *f, uintptr_t expected, uintptr_t desired);
+uintptr_t cf_future_claim_load(const cf_future *f);
+
+/// 1 on the process's main thread (gettid() == getpid(), cached per thread).
+int cf_is_main_thread(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#pragma clang assume_nonnull end
+
+#endif

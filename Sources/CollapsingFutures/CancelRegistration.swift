@@ -1,0 +1,59 @@
+import CCollapsingFutures
+
+/// The handle `CancelToken.whenCancelled` returns.
+///
+/// Discarding it costs nothing and keeps the handler registered. Copies share
+/// the one registration. `remove()` may be called from any thread, at any
+/// time, any number of times.
+public struct CancelRegistration: Sendable {
+    /// The object holding the token's state word (keeps it alive for `remove`).
+    nonisolated(unsafe) let _owner: AnyObject?
+    let _node: _Node?
+    /// For registrations that never linked a node: whether the handler will
+    /// never run (immortal token, or `unless` already cancelled) or already ran.
+    let _neverRuns: Bool
+
+    init(owner: AnyObject, node: _Node) {
+        _owner = owner
+        _node = node
+        _neverRuns = false
+    }
+
+    init(neverRuns: Bool) {
+        _owner = nil
+        _node = nil
+        _neverRuns = neverRuns
+    }
+
+    /// Removes the handler if it has not started running.
+    ///
+    /// - Returns: `true` if the handler will never run (removed now or
+    ///   earlier, discarded by an immortal token, or never registered);
+    ///   `false` if it already ran or is running. The closure is released
+    ///   before this returns `true` for the first time.
+    @discardableResult
+    public func remove() -> Bool {
+        guard let node = _node, let owner = _owner else { return _neverRuns }
+        if cf_node_remove(_tokenPtr(owner), node._ptr) != 0 {
+            node._removed(byUnless: false)
+            return true
+        }
+        return cf_node_state(node._ptr) != UInt(CF_N_CLAIMED)
+    }
+
+    /// Removal on behalf of an `unless:` token that fired.
+    func _removeByUnless() {
+        guard let node = _node, let owner = _owner else { return }
+        if cf_node_remove(_tokenPtr(owner), node._ptr) != 0 {
+            node._removed(byUnless: true)
+        }
+    }
+
+    /// Removal of an internal link (no result needed).
+    func _removeQuietly() {
+        guard let node = _node, let owner = _owner else { return }
+        if cf_node_remove(_tokenPtr(owner), node._ptr) != 0 {
+            node._removed(byUnless: false)
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import CCollapsingFutures
+import Synchronization
+
+extension CancelToken {
+    /// A token cancelled as soon as any of `tokens` is (matchFirstToCancel).
+    ///
+    /// Immortal as soon as it can no longer be cancelled: when every input is
+    /// immortal. Its registrations on the inputs are removed once it is cancelled.
+    public static func any(_ tokens: CancelToken...) -> CancelToken { any(tokens) }
+
+    /// Array form of `any(_:)`.
+    public static func any(_ tokens: [CancelToken]) -> CancelToken {
+        var live: [CancelToken] = []
+        for t in tokens {
+            switch t.state {
+            case .cancelled: return .cancelled
+            case .immortal: continue
+            case .stillCancellable: if !live.contains(t) { live.append(t) }
+            }
+        }
+        if live.isEmpty { return .immortal }
+        if live.count == 1 { return live[0] }
+        // The handlers hold the source: when every input became immortal
+        // (all handlers discarded) the source dies and the result is immortal.
+        let source = CancelTokenSource()
+        let result = source.token
+        for t in live {
+            // Internal links run inline on the cancelling thread (no main-queue hop).
+            _ = t._add(_HandlerNode { source.cancel() }, unless: result)
+        }
+        return result
+    }
+
+    /// A token cancelled once every one of `tokens` is (matchLastToCancel).
+    ///
+    /// Immortal as soon as any input is immortal; then its registrations on
+    /// the other inputs are removed.
+    public static func all(_ tokens: CancelToken...) -> CancelToken { all(tokens) }
+
+    /// Array form of `all(_:)`.
+    public static func all(_ tokens: [CancelToken]) -> CancelToken {
+        var live: [CancelToken] = []
+        for t in tokens {
+            switch t.state {
+            case .cancelled: continue
+            case .immortal: return .immortal
+            case .stillCancellable: if !live.contains(t) { live.append(t) }
+            }
+        }
+        if live.isEmpty { return .cancelled }
+        if live.count == 1 { return live[0] }
+        let storage = _TokenStorage(terminal: 0)
+        let result = CancelToken(_owner: storage)
+        let remaining = _Countdown(live.count)
+        for t in live {
+            let node = _AllNode(storage: storage, remaining: remaining)
+            _ = t._add(node, unless: result, removeOnUnlessImmortal: true)
+        }
+        return result
+    }
+}
+
+final class _Countdown: Sendable {
+    let value: Atomic<Int>
+    init(_ n: Int) { value = Atomic(n) }
+    /// True for the call that reaches zero.
+    func tick() -> Bool { value.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 }
+}
+
+/// One input of `CancelToken.all`: counts down on cancel, immortalizes the
+/// result when its input becomes immortal.
+final class _AllNode: _Node, @unchecked Sendable {
+    var storage: _TokenStorage?
+    let remaining: _Countdown
+    init(storage: _TokenStorage, remaining: _Countdown) {
+        self.storage = storage
+        self.remaining = remaining
+    }
+    override func _run() {
+        let s = storage
+        storage = nil
+        if remaining.tick() { s?.settle(_wCancelled) }
+    }
+    override func _discard() {
+        let s = storage
+        storage = nil
+        s?.settle(_wImmortal)
+    }
+    override func _removed(byUnless: Bool) { storage = nil }
+}

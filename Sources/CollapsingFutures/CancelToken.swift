@@ -1,0 +1,129 @@
+import CCollapsingFutures
+import Dispatch
+
+/// A read-only view of a cancellation: StillCancellable, then Cancelled or Immortal.
+///
+/// Only the token's `CancelTokenSource` can cancel it. When the source is
+/// deallocated without cancelling, the token becomes immortal and discards
+/// every handler unrun, so a cycle `self -> token -> handler -> self` dies
+/// with the producer.
+///
+/// Threading: every member may be used from any thread. Handlers of one token
+/// run in registration order on the cancelling thread, except that a handler
+/// registered on the main thread runs on the main queue (inline when the
+/// token is cancelled on the main thread), and one registered with `on:`
+/// runs on that queue. A cancellation started from inside a handler runs
+/// its handlers after the current handler returns (a loop, not recursion).
+public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
+    /// `nil` means immortal. Otherwise a `_TokenStorage` or a `Future`,
+    /// whose first stored property is the C state word.
+    nonisolated(unsafe) let _owner: AnyObject?
+
+    init(_owner: AnyObject?) { self._owner = _owner }
+
+    /// A token that is already cancelled.
+    public static let cancelled = CancelToken(_owner: _TokenStorage(terminal: _wCancelled))
+    /// A token that can never be cancelled; handlers are discarded at once.
+    public static let immortal = CancelToken(_owner: nil)
+
+    @inline(__always)
+    var _word: UInt {
+        guard let o = _owner else { return _wImmortal }
+        return cf_token_load(_tokenPtr(o))
+    }
+
+    /// The current state. `.stillCancellable` may change at any moment.
+    public var state: CancelTokenState {
+        let w = _word
+        if w & _wCancelled != 0 { return .cancelled }
+        if w & _wImmortal != 0 { return .immortal }
+        return .stillCancellable
+    }
+
+    /// Whether the token has been cancelled (final once true).
+    public var isCancelled: Bool { _word & _wCancelled != 0 }
+
+    /// Whether the token is still cancellable (volatile).
+    public var canStillBeCancelled: Bool { _word & _wTerminal == 0 }
+
+    public var description: String {
+        switch state {
+        case .stillCancellable: return "CancelToken(stillCancellable)"
+        case .cancelled: return "CancelToken(cancelled)"
+        case .immortal: return "CancelToken(immortal)"
+        }
+    }
+
+    public static func == (a: CancelToken, b: CancelToken) -> Bool { a._owner === b._owner }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(_owner.map { ObjectIdentifier($0) })
+    }
+
+    /// Runs `handler` once when the token is cancelled.
+    ///
+    /// - Inline (or on `queue`) if the token is already cancelled.
+    /// - Never if it is or becomes immortal: the closure is released at once.
+    /// - Never if `unless` is cancelled first: the registration is removed at
+    ///   once, so nothing accumulates on a long-lived token. The same token as
+    ///   both never runs.
+    ///
+    /// Threading: see the type's documentation.
+    /// Cost: two allocations (the closure context and one node) on a
+    /// still-cancellable token; none of ours on a settled one.
+    @discardableResult
+    public func whenCancelled(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
+                              _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {
+        guard let owner = _owner else { return CancelRegistration(neverRuns: true) }
+        let w = cf_token_load(_tokenPtr(owner))
+        if w & _wImmortal != 0 { return CancelRegistration(neverRuns: true) }
+        if unless._owner === owner || unless.isCancelled { return CancelRegistration(neverRuns: true) }
+        if w & _wCancelled != 0 {
+            if let queue { queue.async(execute: handler) } else { handler() }
+            return CancelRegistration(neverRuns: false)
+        }
+        let node = _HandlerNode(handler)
+        node._setThreading(queue)
+        return _add(node, unless: unless)
+    }
+
+    /// Registers `node` with the optional `unless` link. If the token settled
+    /// meanwhile, the node was run or discarded by `_register`.
+    ///
+    /// Order matters: the companion is recorded before `node` is published
+    /// (so its settler reads it race-free), and the link is pushed after
+    /// `node` (so a link that fires always finds `node` in its list).
+    func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool = false) -> CancelRegistration {
+        let owner = _owner!
+        let reg = CancelRegistration(owner: owner, node: node)
+        var link: _UnlessNode?
+        let unlessOwner = unless._owner
+        if let uo = unlessOwner {
+            let l = _UnlessNode(target: reg, removeOnDiscard: removeOnUnlessImmortal)
+            node._companion = CancelRegistration(owner: uo, node: l)
+            link = l
+        }
+        let r = _register(owner, node)
+        if r != Int32(CF_REG_ADDED) {
+            return CancelRegistration(neverRuns: r == Int32(CF_REG_IMMORTAL))
+        }
+        if let l = link, let uo = unlessOwner {
+            // A terminal `unless` here is settled by `_register` (the link runs
+            // and removes `node`, or is discarded). If `node` settled first it
+            // already removed the link, which then sits in the list as a
+            // removed node, counted, until cleanup or settle unlinks it.
+            _ = _register(uo, l)
+        }
+        return reg
+    }
+}
+
+extension CancelToken {
+    /// Nodes currently linked in this token's handler list (live or removed,
+    /// not yet unlinked); 0 once settled. Exact when no other thread is
+    /// registering. For tests and the benchmark's peak-live-nodes figure.
+    @_spi(Testing) public var _linkedNodeCount: Int {
+        guard let o = _owner else { return 0 }
+        return cf_token_debug_count(_tokenPtr(o))
+    }
+}

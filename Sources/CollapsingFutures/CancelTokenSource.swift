@@ -1,0 +1,64 @@
+import CCollapsingFutures
+
+/// Creates and controls a `CancelToken`.
+///
+/// Only the source can cancel its token. When the source is deallocated
+/// without cancelling, the token becomes immortal and discards every handler
+/// unrun (or, with `cancelOnDeinit: true`, is cancelled instead).
+///
+/// Threading: `cancel()` and `tryCancel()` may be called from any thread;
+/// exactly one call wins, and the token's handlers run on that thread.
+public final class CancelTokenSource: Sendable {
+    let _storage: _TokenStorage
+    let _cancelOnDeinit: Bool
+
+    /// A source whose token becomes immortal if this source dies uncancelled.
+    public init() {
+        _storage = _TokenStorage(terminal: 0)
+        _cancelOnDeinit = false
+    }
+
+    /// A source whose token is also cancelled when `token` is.
+    ///
+    /// Only one leaf registration is added to `token`, and it is removed as
+    /// soon as this source's token is cancelled or becomes immortal, so
+    /// linked sources cannot build cycles or accumulate on a long-lived token.
+    public init(until token: CancelToken) {
+        _storage = _TokenStorage(terminal: 0)
+        _cancelOnDeinit = false
+        _link(to: token)
+    }
+
+    /// `cancelOnDeinit: true`: the token is cancelled, rather than made
+    /// immortal, when the source is deallocated without cancelling.
+    public init(cancelOnDeinit: Bool) {
+        _storage = _TokenStorage(terminal: 0)
+        _cancelOnDeinit = cancelOnDeinit
+    }
+
+    deinit {
+        _storage.settle(_cancelOnDeinit ? _wCancelled : _wImmortal)
+    }
+
+    /// The token this source controls.
+    public var token: CancelToken { CancelToken(_owner: _storage) }
+
+    /// Cancels the token (no effect if it already was). Handlers run on this
+    /// thread before it returns, unless it is called from inside a handler:
+    /// then they run right after that handler returns.
+    public func cancel() { _storage.settle(_wCancelled) }
+
+    /// Cancels the token. Returns `false` if it was already cancelled.
+    @discardableResult
+    public func tryCancel() -> Bool { _storage.settle(_wCancelled) }
+
+    func _link(to parent: CancelToken) {
+        guard parent.canStillBeCancelled else {
+            if parent.isCancelled { _storage.settle(_wCancelled) }
+            return
+        }
+        let storage = _storage
+        let node = _HandlerNode { storage.settle(_wCancelled) }
+        _ = parent._add(node, unless: token, removeOnUnlessImmortal: true)
+    }
+}

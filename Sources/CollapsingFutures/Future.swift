@@ -1,0 +1,205 @@
+import CCollapsingFutures
+import Dispatch
+
+/// An eventual value or error, completed once through its `FutureSource`.
+///
+/// A future is built on its `completionToken`, which is cancelled when the
+/// future completes. When the source dies unset, the future becomes immortal:
+/// it can never complete and discards every continuation unrun, so a consumer
+/// cycle `self -> future -> handler -> self` dies with the producer.
+///
+/// Collapsing: a future set to another future takes on its outcome (state
+/// `.flattening` meanwhile); continuations that return a future are
+/// flattened too. A future set to itself, directly or through any number of
+/// others, becomes immortal (every future in the cycle) instead of hanging.
+///
+/// Threading: every member may be used from any thread. Continuations follow
+/// `CancelToken.whenCancelled`'s rules: on the completing thread, on the main
+/// queue when registered on the main thread, or on `on:`'s queue.
+public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringConvertible {
+    /// Must stay the first stored property: the completion token's state
+    /// word and the claim word (who may set the result).
+    private var _c: cf_future
+    /// Written once, by the claim winner, before the token is cancelled
+    /// (release); read only after seeing it cancelled (acquire).
+    var _result: Result<Value, any Error>?
+    /// Written once, by the claim winner, before FLATTENING is published.
+    weak var _target: Future<Value>?
+
+    init() {
+        _c = cf_future()
+        cf_token_init(_tptr, 0)
+    }
+
+    init(_result r: Result<Value, any Error>) {
+        _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
+        _result = r
+        cf_token_init(_tptr, _wCancelled)
+    }
+
+    init(_immortal: ()) {
+        _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
+        cf_token_init(_tptr, _wImmortal)
+    }
+
+    @inline(__always) var _fptr: UnsafeMutablePointer<cf_future> {
+        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_future.self)
+    }
+    @inline(__always) var _tptr: UnsafeMutablePointer<cf_token> { _tokenPtr(self) }
+    @inline(__always) var _word: UInt { cf_token_load(_tptr) }
+
+    // MARK: construction
+
+    /// A future that already succeeded with `value`.
+    public static func succeeded(_ value: Value) -> Future { Future(_result: .success(value)) }
+    /// Collapses: returns `future` itself, which is equivalent.
+    public static func succeeded(_ future: Future) -> Future { future }
+    /// A future that already failed with `error`.
+    public static func failed(_ error: any Error) -> Future { Future(_result: .failure(error)) }
+    /// A future that already failed with `CancellationError`.
+    public static var cancelled: Future { Future(_result: .failure(CancellationError())) }
+    /// A future that already failed with `TimeoutError`.
+    public static var timedOut: Future { Future(_result: .failure(TimeoutError())) }
+    /// A future that never completes; continuations are released at once.
+    public static var immortal: Future { Future(_immortal: ()) }
+
+    // MARK: state
+
+    /// The current state; `.pending` and `.flattening` are volatile.
+    public var state: FutureState {
+        let w = _word
+        if w & _wCancelled != 0 {
+            if case .success = _result! { return .succeeded }
+            return .failed
+        }
+        if w & _wImmortal != 0 { return .immortal }
+        return cf_future_claim_load(_fptr) == UInt(CF_F_FLATTENING) ? .flattening : .pending
+    }
+
+    /// Pending, flattening or immortal.
+    public var isIncomplete: Bool { _word & _wCancelled == 0 }
+    /// Succeeded.
+    public var hasResult: Bool { state == .succeeded }
+    /// Failed (with any error).
+    public var hasFailed: Bool { state == .failed }
+    /// Failed with `CancellationError`.
+    public var hasFailedWithCancel: Bool {
+        if case .failure(let e)? = result { return e is CancellationError }
+        return false
+    }
+    /// Failed with `TimeoutError`.
+    public var hasFailedWithTimeout: Bool {
+        if case .failure(let e)? = result { return e is TimeoutError }
+        return false
+    }
+    /// The outcome, or `nil` while incomplete.
+    public var result: Result<Value, any Error>? { _word & _wCancelled != 0 ? _result : nil }
+
+    /// The value. Precondition: `hasResult`.
+    public func forceGetResult() -> Value {
+        guard case .success(let v)? = result else {
+            preconditionFailure("Future.forceGetResult() requires a future that succeeded, but this one is \(state): \(self)")
+        }
+        return v
+    }
+
+    /// The error. Precondition: `hasFailed`.
+    public func forceGetFailure() -> any Error {
+        guard case .failure(let e)? = result else {
+            preconditionFailure("Future.forceGetFailure() requires a future that failed, but this one is \(state): \(self)")
+        }
+        return e
+    }
+
+    /// Cancelled when the future completes; immortal if the future is.
+    public var completionToken: CancelToken { CancelToken(_owner: self) }
+
+    public var description: String {
+        switch state {
+        case .pending: return "Future(pending)"
+        case .flattening: return "Future(flattening)"
+        case .immortal: return "Future(immortal)"
+        case .succeeded: return "Future(succeeded: \(forceGetResult()))"
+        case .failed: return "Future(failed: \(forceGetFailure()))"
+        }
+    }
+
+    // MARK: setting (internal; FutureSource and the continuations call these)
+
+    @discardableResult
+    func _trySet(_ r: Result<Value, any Error>) -> Bool {
+        guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
+        _complete(r)
+        return true
+    }
+
+    /// Only the claim holder (or the flattening forwarder) calls this.
+    func _complete(_ r: Result<Value, any Error>) {
+        _result = r
+        cf_token_settle(_tptr, _wCancelled)
+    }
+
+    @discardableResult
+    func _tryImmortalize() -> Bool {
+        guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
+        cf_token_settle(_tptr, _wImmortal)
+        return true
+    }
+
+    /// Collapses: this future takes on `other`'s outcome.
+    @discardableResult
+    func _trySetFuture(_ other: Future) -> Bool {
+        if other === self { return _tryImmortalize() }
+        let w = other._word
+        if w & _wCancelled != 0 { return _trySet(other._result!) }
+        if w & _wImmortal != 0 { return _tryImmortalize() }
+        guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
+        _target = other
+        // Publish-then-walk: full CAS, so of two threads closing a cycle at
+        // once at least the later one sees the other's link in its walk.
+        cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_FLATTENING))
+        _ = other.completionToken._add(_FlattenNode(into: self, from: other), unless: .immortal)
+        _detectCycle(from: other)
+        return true
+    }
+
+    /// Follows flattening targets from `start`; if they lead back here, this
+    /// future is in a cycle: immortalizing it discards its predecessor's
+    /// forwarder, which immortalizes the predecessor, and so on around the
+    /// cycle (and into every future flattening into it). Brent's algorithm
+    /// stops on a cycle that does not contain us (its last publisher handles it).
+    private func _detectCycle(from start: Future) {
+        var cur = start
+        var tortoise = start
+        var power = 1, lam = 0
+        while true {
+            if cur === self {
+                cf_token_settle(_tptr, _wImmortal)
+                return
+            }
+            guard cf_future_claim_load(cur._fptr) == UInt(CF_F_FLATTENING), let next = cur._target else { return }
+            cur = next
+            if cur === tortoise && cur !== self { return }
+            lam += 1
+            if lam == power { tortoise = cur; power *= 2; lam = 0 }
+        }
+    }
+}
+
+/// Forwards `from`'s outcome into `into` (collapsing).
+final class _FlattenNode<V: Sendable>: _Node, @unchecked Sendable {
+    var into: Future<V>?
+    var from: Future<V>?
+    init(into: Future<V>, from: Future<V>) { self.into = into; self.from = from }
+    override func _run() {
+        let i = into, f = from
+        into = nil; from = nil
+        i?._complete(f!._result!)
+    }
+    override func _discard() {
+        let i = into
+        into = nil; from = nil
+        if let i { cf_token_settle(i._tptr, _wImmortal) }
+    }
+    override func _removed(byUnless: Bool) { into = nil; from = nil }
+}

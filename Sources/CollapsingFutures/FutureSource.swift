@@ -1,0 +1,73 @@
+import CCollapsingFutures
+
+/// Completes a `Future`.
+///
+/// Every `trySet*` may be called from any thread; exactly one call wins and
+/// the others return `false`. The future's continuations run on the winning
+/// thread (see `Future` for the threading rules). When the source is
+/// deallocated while unset, the future becomes immortal and discards every
+/// continuation unrun.
+public final class FutureSource<Value: Sendable>: Sendable {
+    /// The future this source completes.
+    public let future: Future<Value>
+
+    public init() { future = Future() }
+
+    /// The future fails with `CancellationError` if `token` is cancelled
+    /// before it is set. The registration on `token` is removed as soon as the
+    /// future completes or becomes immortal.
+    public init(until token: CancelToken) {
+        let f = Future<Value>()
+        future = f
+        if token.isCancelled {
+            f._trySet(.failure(CancellationError()))
+        } else if token.canStillBeCancelled {
+            _ = token._add(_HandlerNode { f._trySet(.failure(CancellationError())) },
+                           unless: f.completionToken, removeOnUnlessImmortal: true)
+        }
+    }
+
+    deinit { future._tryImmortalize() }
+
+    /// Succeeds with `value`. `false` if the future was already set.
+    @discardableResult public func trySetResult(_ value: Value) -> Bool { future._trySet(.success(value)) }
+
+    /// Collapses: the future takes on `future`'s outcome. A cycle (a future
+    /// set to itself, directly or through others) makes every future in it
+    /// immortal. `false` if already set.
+    @discardableResult public func trySetResult(_ future: Future<Value>) -> Bool { self.future._trySetFuture(future) }
+
+    /// Fails with `error`. `false` if already set.
+    @discardableResult public func trySetFailure(_ error: any Error) -> Bool { future._trySet(.failure(error)) }
+
+    /// Fails with `CancellationError`. `false` if already set.
+    @discardableResult public func trySetFailedWithCancel() -> Bool { future._trySet(.failure(CancellationError())) }
+
+    /// Fails with `TimeoutError`. `false` if already set.
+    @discardableResult public func trySetFailedWithTimeout() -> Bool { future._trySet(.failure(TimeoutError())) }
+
+    /// Completes with `result`. `false` if already set.
+    @discardableResult public func trySet(_ result: Result<Value, any Error>) -> Bool { future._trySet(result) }
+
+    /// Succeeds with `value`. Precondition: not yet set.
+    public func forceSetResult(_ value: Value) {
+        precondition(trySetResult(value), "FutureSource.forceSetResult(_:) on a future that was already set: \(future)")
+    }
+
+    /// Collapses into `future`. Precondition: not yet set.
+    public func forceSetResult(_ future: Future<Value>) {
+        precondition(trySetResult(future), "FutureSource.forceSetResult(_:) on a future that was already set: \(self.future)")
+    }
+
+    /// Fails with `error`. Precondition: not yet set.
+    public func forceSetFailure(_ error: any Error) {
+        precondition(trySetFailure(error), "FutureSource.forceSetFailure(_:) on a future that was already set: \(future)")
+    }
+}
+
+extension FutureSource where Value == Void {
+    /// Succeeds with `()`. `false` if already set.
+    @discardableResult public func trySetResult() -> Bool { trySetResult(()) }
+    /// Succeeds with `()`. Precondition: not yet set.
+    public func forceSetResult() { forceSetResult(()) }
+}

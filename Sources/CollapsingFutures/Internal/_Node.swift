@@ -1,0 +1,175 @@
+// The thin layer over the C core: handler nodes as Swift objects.
+//
+// A node is one Swift object whose FIRST stored property is the C `cf_node`;
+// `_getUnsafePointerToStoredProperties` (the technique swift-atomics'
+// ManagedAtomic uses) gives its stable address, so a registration costs one
+// allocation for the node plus the caller's closure context. The token's list
+// holds one +1 reference on the node (handed back with every C callback); each
+// `CancelRegistration` holds another, so `remove()` is safe at any time.
+//
+// Whoever wins the node's CAS out of LIVE (run, discard or remove) owns the
+// node's Swift fields from then on; before that only the registering thread
+// wrote them, and the C release-CAS that published the node orders those
+// writes. That is why the subclasses' `var`s need no lock.
+import CCollapsingFutures
+import Dispatch
+
+@usableFromInline
+class _Node: @unchecked Sendable {
+    /// Must stay the first stored property: the C core's view of this node.
+    private final var _c = cf_node()
+    /// Where to run: `_queue` if set; else the main queue when registered on
+    /// the main thread and settled elsewhere; else inline.
+    final var _queue: DispatchQueue?
+    final var _mainSticky = false
+    /// The unless-link registered on the `unless:` token, removed when this
+    /// node settles so nothing accumulates on a long-lived `unless` token.
+    final var _companion: CancelRegistration?
+
+    @inline(__always)
+    final var _ptr: UnsafeMutablePointer<cf_node> {
+        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_node.self)
+    }
+
+    init() {
+        // The list's reference is taken in `_register`; ctx is this object.
+        cf_node_init(_ptr, _cfNodeCallback, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Claimed by a cancel: run the handler (already on the right thread).
+    func _run() {}
+    /// Claimed by an immortalize: drop the handler unrun.
+    func _discard() {}
+    /// Claimed by `remove()`; `byUnless` when the `unless:` token fired.
+    func _removed(byUnless: Bool) {}
+
+    @inline(__always)
+    final func _settleCompanion() {
+        if let c = _companion {
+            _companion = nil
+            c._removeQuietly()
+        }
+    }
+
+    /// Runs `_run` where the threading contract says.
+    final func _dispatchRun() {
+        if let q = _queue {
+            q.async { self._run() }
+        } else if _mainSticky && cf_is_main_thread() == 0 {
+            DispatchQueue.main.async { self._run() }
+        } else {
+            _run()
+        }
+    }
+
+    /// Records the threading contract for `_dispatchRun`.
+    @inline(__always)
+    final func _setThreading(_ queue: DispatchQueue?) {
+        if let queue { _queue = queue } else if cf_is_main_thread() != 0 { _mainSticky = true }
+    }
+}
+
+/// The single C callback for every Swift node: takes back the list's
+/// reference and performs the event.
+let _cfNodeCallback: cf_node_fn = { ctx, event in
+    let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
+    if event == Int32(CF_EV_RUN.rawValue) {
+        node._settleCompanion()
+        node._dispatchRun()
+    } else if event == Int32(CF_EV_DISCARD.rawValue) {
+        node._settleCompanion()
+        node._discard()
+    }
+}
+
+/// The object a token's state word lives in: `_TokenStorage` for sources,
+/// `Future` for completion tokens. Its first stored property is a `cf_token`.
+@inline(__always)
+func _tokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
+    _getUnsafePointerToStoredProperties(owner).assumingMemoryBound(to: cf_token.self)
+}
+
+/// Registers `node` on the token stored in `owner`. Returns CF_REG_ADDED
+/// (the list took a reference) or the terminal state found (nothing linked).
+/// When it returns a terminal state, it has also settled the unlinked node
+/// itself (claim, then run or discard), unless a remover got there first.
+/// Companions are always pushed after their node, so a node that found its
+/// token settled has an unpushed companion: it is dropped, not removed (no
+/// token counts a removal of a node it never linked).
+@inline(__always)
+func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
+    let u = Unmanaged.passRetained(node)
+    let r = cf_token_register(_tokenPtr(owner), node._ptr)
+    if r != Int32(CF_REG_ADDED) {
+        u.release()
+        node._companion = nil
+        let cancelled = r == Int32(CF_REG_CANCELLED)
+        if cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 {
+            if cancelled { node._dispatchRun() } else { node._discard() }
+        }
+    }
+    return r
+}
+
+/// Owns a plain token's state word (a `CancelTokenSource`'s token).
+final class _TokenStorage: @unchecked Sendable {
+    /// Must stay the first stored property.
+    private var _c: cf_token
+
+    init(terminal: UInt) {
+        _c = cf_token()
+        cf_token_init(_tokenPtr(self), terminal)
+    }
+
+    @inline(__always) var ptr: UnsafeMutablePointer<cf_token> { _tokenPtr(self) }
+
+    @discardableResult
+    func settle(_ terminal: UInt) -> Bool { cf_token_settle(ptr, terminal) != 0 }
+}
+
+let _wCancelled = UInt(CF_W_CANCELLED)
+let _wImmortal = UInt(CF_W_IMMORTAL)
+let _wTerminal = UInt(CF_W_TERMINAL)
+
+/// A node that runs a closure.
+final class _HandlerNode: _Node, @unchecked Sendable {
+    var handler: (@Sendable () -> Void)?
+
+    init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
+
+    override func _run() {
+        let h = handler
+        handler = nil
+        h?()
+    }
+    override func _discard() { handler = nil }
+    override func _removed(byUnless: Bool) {
+        handler = nil
+        if !byUnless { _settleCompanion() } else { _companion = nil }
+    }
+}
+
+/// Registered on an `unless:` token: when it is cancelled, removes `target`.
+/// With `removeOnDiscard` it also removes `target` when the `unless` token
+/// becomes immortal (used by linked sources, whose leaf must not outlive them).
+final class _UnlessNode: _Node, @unchecked Sendable {
+    var target: CancelRegistration?
+    let removeOnDiscard: Bool
+
+    init(target: CancelRegistration, removeOnDiscard: Bool) {
+        self.target = target
+        self.removeOnDiscard = removeOnDiscard
+    }
+
+    override func _run() {
+        let t = target
+        target = nil
+        t?._removeByUnless()
+    }
+    override func _discard() {
+        let t = target
+        target = nil
+        if removeOnDiscard { t?._removeQuietly() }
+    }
+    override func _removed(byUnless: Bool) { target = nil }
+}

@@ -1,0 +1,4 @@
+/// The failure of an operation that timed out.
+public struct TimeoutError: Error, Sendable, Hashable {
+    public init() {}
+}

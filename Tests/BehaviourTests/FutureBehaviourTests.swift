@@ -1,0 +1,458 @@
+#if LOCKED
+import DispatchLockedFutures
+#else
+import CollapsingFutures
+#endif
+import Testing
+import Dispatch
+import Foundation
+
+@Suite struct FutureConstruction {
+    @Test func succeededHasResult() {
+        let f = Future.succeeded(5)
+        #expect(f.state == .succeeded)
+        #expect(f.hasResult && !f.hasFailed && !f.isIncomplete)
+        #expect(f.forceGetResult() == 5)
+        #expect(f.completionToken.isCancelled)
+    }
+
+    @Test func succeededWithAFutureCollapses() {
+        let s = FutureSource<Int>()
+        let f = Future<Int>.succeeded(s.future)
+        #expect(f.isIncomplete)
+        s.trySetResult(3)
+        #expect(f.forceGetResult() == 3)
+    }
+
+    @Test func failedHasFailure() {
+        let f = Future<Int>.failed(TestError(code: 4))
+        #expect(f.state == .failed)
+        #expect(f.hasFailed && !f.hasResult)
+        #expect(f.forceGetFailure() as? TestError == TestError(code: 4))
+    }
+
+    @Test func cancelledFailsWithCancellationError() {
+        let f = Future<Int>.cancelled
+        #expect(f.hasFailedWithCancel && !f.hasFailedWithTimeout)
+        #expect(f.forceGetFailure() is CancellationError)
+    }
+
+    @Test func timedOutFailsWithTimeoutError() {
+        let f = Future<Int>.timedOut
+        #expect(f.hasFailedWithTimeout && !f.hasFailedWithCancel)
+    }
+
+    @Test func immortalNeverCompletesAndReleasesContinuations() {
+        let f = Future<Int>.immortal
+        #expect(f.state == .immortal && f.isIncomplete && f.result == nil)
+        #expect(f.completionToken.state == .immortal)
+        let deinits = Counter()
+        do {
+            let obj = Tracked(deinits)
+            f.thenDo { _ in obj.touch() }
+        }
+        #expect(deinits.value == 1)
+    }
+
+    @Test func descriptionNamesStateAndValue() {
+        #expect(Future.succeeded(42).description.contains("42"))
+        let s = FutureSource<Int>()
+        #expect(s.future.description.contains("pending"))
+        #expect(Future<Int>.immortal.description.contains("immortal"))
+    }
+}
+
+@Suite struct FutureSourceSetting {
+    @Test func pendingUntilSet() {
+        let s = FutureSource<Int>()
+        #expect(s.future.state == .pending)
+        #expect(s.future.result == nil)
+        #expect(s.future.completionToken.canStillBeCancelled)
+        #expect(s.trySetResult(1))
+        #expect(s.future.forceGetResult() == 1)
+        #expect(s.future.completionToken.isCancelled)
+    }
+
+    @Test func secondSetFails() {
+        let s = FutureSource<Int>()
+        #expect(s.trySetResult(1))
+        #expect(!s.trySetResult(2))
+        #expect(!s.trySetFailure(TestError()))
+        #expect(!s.trySetFailedWithCancel())
+        #expect(!s.trySetFailedWithTimeout())
+        #expect(!s.trySet(.success(3)))
+        #expect(!s.trySetResult(Future.succeeded(4)))
+        #expect(s.future.forceGetResult() == 1)
+    }
+
+    @Test func failureSetters() {
+        let a = FutureSource<Int>(); a.trySetFailure(TestError(code: 2))
+        #expect(a.future.forceGetFailure() as? TestError == TestError(code: 2))
+        let b = FutureSource<Int>(); b.trySetFailedWithCancel()
+        #expect(b.future.hasFailedWithCancel)
+        let c = FutureSource<Int>(); c.trySetFailedWithTimeout()
+        #expect(c.future.hasFailedWithTimeout)
+        let d = FutureSource<Int>(); d.trySet(.failure(TestError(code: 5)))
+        #expect(d.future.hasFailed)
+        let e = FutureSource<Int>(); e.forceSetFailure(TestError())
+        #expect(e.future.hasFailed)
+        let f = FutureSource<Int>(); f.forceSetResult(8)
+        #expect(f.future.forceGetResult() == 8)
+    }
+
+    @Test func voidSourceSetsWithoutArgument() {
+        let s = FutureSource<Void>()
+        #expect(s.trySetResult())
+        #expect(s.future.hasResult)
+        let t = FutureSource<Void>()
+        t.forceSetResult()
+        #expect(t.future.hasResult)
+    }
+
+    @Test func sourceDeinitUnsetMakesFutureImmortalAndDiscardsHandlers() {
+        var s: FutureSource<Int>? = FutureSource<Int>()
+        let f = s!.future
+        let deinits = Counter(), ran = Counter()
+        do {
+            let obj = Tracked(deinits)
+            f.thenDo { _ in obj.touch(); ran.increment() }
+        }
+        drop(&s)
+        #expect(f.state == .immortal)
+        #expect(f.completionToken.state == .immortal)
+        #expect(deinits.value == 1 && ran.value == 0)
+    }
+
+    @Test func untilTokenCancelledFirstFailsWithCancel() {
+        let c = CancelTokenSource()
+        let s = FutureSource<Int>(until: c.token)
+        c.cancel()
+        #expect(s.future.hasFailedWithCancel)
+        #expect(!s.trySetResult(1))
+    }
+
+    @Test func untilTokenAfterSetHasNoEffect() {
+        let c = CancelTokenSource()
+        let s = FutureSource<Int>(until: c.token)
+        s.trySetResult(1)
+        c.cancel()
+        #expect(s.future.forceGetResult() == 1)
+    }
+
+    @Test func untilAlreadyCancelledTokenFailsAtOnce() {
+        #expect(FutureSource<Int>(until: .cancelled).future.hasFailedWithCancel)
+    }
+
+    @Test func untilRegistrationsOnLongLivedTokenAreReleased() {
+        let longLived = CancelTokenSource()
+        let deinits = Counter()
+        for i in 0..<100 {
+            let s = FutureSource<Int>(until: longLived.token)
+            let obj = Tracked(deinits)
+            s.future.thenDo { _ in obj.touch() }
+            if i % 2 == 0 { s.trySetResult(i) }   // the rest die unset: immortal
+        }
+        #expect(deinits.value == 100)
+    }
+
+    @Test func racingSettersExactlyOneWinsAndHandlersSeeTheWinnerOnce() {
+        for _ in 0..<200 {
+            let s = FutureSource<Int>()
+            let wins = Counter()
+            let seen = Log<Int>()
+            for _ in 0..<4 { s.future.thenDo { seen.append($0) } }
+            onThreads(4) { i in
+                if s.trySetResult(i) { wins.increment() }
+            }
+            #expect(wins.value == 1)
+            let v = s.future.forceGetResult()
+            #expect(seen.all == [v, v, v, v])
+        }
+    }
+}
+
+@Suite struct Continuations {
+    @Test func thenMapsValue() {
+        let s = FutureSource<Int>()
+        let f = s.future.then { $0 * 2 }
+        #expect(f.isIncomplete)
+        s.trySetResult(21)
+        #expect(f.forceGetResult() == 42)
+    }
+
+    @Test func thenOnCompletedFutureRunsInline() {
+        #expect(Future.succeeded(2).then { $0 + 1 }.forceGetResult() == 3)
+    }
+
+    @Test func thenPassesFailureThroughWithoutRunning() {
+        let ran = Counter()
+        let f = Future<Int>.failed(TestError(code: 3)).then { (x: Int) -> Int in ran.increment(); return x }
+        #expect(f.forceGetFailure() as? TestError == TestError(code: 3))
+        #expect(ran.value == 0)
+    }
+
+    @Test func throwingContinuationFailsResult() {
+        let f = Future.succeeded(1).then { (_: Int) throws -> Int in throw TestError(code: 9) }
+        #expect(f.forceGetFailure() as? TestError == TestError(code: 9))
+    }
+
+    @Test func thenReturningFutureCollapses() {
+        let inner = FutureSource<String>()
+        let s = FutureSource<Int>()
+        let f: Future<String> = s.future.then { _ in inner.future }
+        s.trySetResult(1)
+        #expect(f.state == .flattening)
+        inner.trySetResult("x")
+        #expect(f.forceGetResult() == "x")
+    }
+
+    @Test func catchRecoversFailureAndPassesValues() {
+        #expect(Future<Int>.failed(TestError()).catch { _ in 7 }.forceGetResult() == 7)
+        #expect(Future.succeeded(1).catch { _ in 7 }.forceGetResult() == 1)
+        let f: Future<Int> = Future<Int>.failed(TestError()).catch { _ in Future.succeeded(8) }
+        #expect(f.forceGetResult() == 8)
+        let g = Future<Int>.failed(TestError(code: 1)).catch { _ throws -> Int in throw TestError(code: 2) }
+        #expect(g.forceGetFailure() as? TestError == TestError(code: 2))
+    }
+
+    @Test func finallyRunsEitherWay() {
+        #expect(Future.succeeded(1).finally { $0.hasResult }.forceGetResult())
+        #expect(Future<Int>.failed(TestError()).finally { $0.hasFailed }.forceGetResult())
+        let f: Future<Int> = Future.succeeded(1).finally { _ in Future.succeeded(5) }
+        #expect(f.forceGetResult() == 5)
+    }
+
+    @Test func doFormsRunOnlyForTheirOutcome() {
+        let log = Log<String>()
+        let ok = Future.succeeded(1), bad = Future<Int>.failed(TestError())
+        ok.thenDo { _ in log.append("then-ok") }
+        ok.catchDo { _ in log.append("catch-ok") }
+        ok.finallyDo { _ in log.append("finally-ok") }
+        bad.thenDo { _ in log.append("then-bad") }
+        bad.catchDo { _ in log.append("catch-bad") }
+        bad.finallyDo { _ in log.append("finally-bad") }
+        #expect(log.all == ["then-ok", "finally-ok", "catch-bad", "finally-bad"])
+    }
+
+    @Test func unlessCancelledFirstNeverRunsReleasesClosureAndFailsWithCancel() {
+        let s = FutureSource<Int>()
+        let u = CancelTokenSource()
+        let deinits = Counter(), ran = Counter()
+        let f: Future<Int>
+        do {
+            let obj = Tracked(deinits)
+            f = s.future.then(unless: u.token) { x in obj.touch(); ran.increment(); return x }
+        }
+        u.cancel()
+        #expect(deinits.value == 1)
+        #expect(f.hasFailedWithCancel)
+        s.trySetResult(1)
+        #expect(ran.value == 0)
+    }
+
+    @Test func unlessAlreadyCancelledFailsAtOnce() {
+        let s = FutureSource<Int>()
+        let f = s.future.then(unless: .cancelled) { $0 }
+        #expect(f.hasFailedWithCancel)
+    }
+
+    @Test func unlessFutureForwardsOrCancels() {
+        let s = FutureSource<Int>(), u = CancelTokenSource()
+        let f = s.future.unless(u.token)
+        s.trySetResult(3)
+        #expect(f.forceGetResult() == 3)
+        let s2 = FutureSource<Int>(), u2 = CancelTokenSource()
+        let g = s2.future.unless(u2.token)
+        u2.cancel()
+        #expect(g.hasFailedWithCancel)
+    }
+
+    @Test func continuationOnQueueRunsThere() {
+        let q = DispatchQueue(label: "cf.test.then")
+        let key = DispatchSpecificKey<Int>()
+        q.setSpecific(key: key, value: 3)
+        let f = Future.succeeded(1).then(on: q) { _ in DispatchQueue.getSpecific(key: key) }
+        #expect(eventually { !f.isIncomplete })
+        #expect(f.forceGetResult() == 3)
+    }
+
+    @Test func continuationsOfImmortalFutureAreImmortal() {
+        var s: FutureSource<Int>? = FutureSource<Int>()
+        let f = s!.future.then { $0 + 1 }
+        drop(&s)
+        #expect(f.state == .immortal)
+    }
+
+    @Test func continuationsRunInRegistrationOrder() {
+        let s = FutureSource<Int>()
+        let log = Log<Int>()
+        for i in 0..<50 { s.future.thenDo { _ in log.append(i) } }
+        s.trySetResult(0)
+        #expect(log.all == Array(0..<50))
+    }
+}
+
+@Suite struct Collapsing {
+    @Test func setToPendingFutureFlattensThenCompletes() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        #expect(a.trySetResult(b.future))
+        #expect(a.future.state == .flattening)
+        #expect(a.future.isIncomplete)
+        b.trySetFailure(TestError(code: 6))
+        #expect(a.future.forceGetFailure() as? TestError == TestError(code: 6))
+    }
+
+    @Test func setToCompletedFutureCompletesAtOnce() {
+        let a = FutureSource<Int>()
+        a.trySetResult(Future.succeeded(2))
+        #expect(a.future.forceGetResult() == 2)
+    }
+
+    @Test func flatteningIntoFutureThatBecomesImmortalBecomesImmortal() {
+        let a = FutureSource<Int>()
+        var b: FutureSource<Int>? = FutureSource<Int>()
+        a.trySetResult(b!.future)
+        drop(&b)
+        #expect(a.future.state == .immortal)
+    }
+
+    @Test func flatteningSourceDeinitDoesNotImmortalize() {
+        var a: FutureSource<Int>? = FutureSource<Int>()
+        let b = FutureSource<Int>()
+        let f = a!.future
+        a!.trySetResult(b.future)
+        drop(&a)
+        #expect(f.state == .flattening)
+        b.trySetResult(1)
+        #expect(f.forceGetResult() == 1)
+    }
+
+    @Test func selfCycleBecomesImmortal() {
+        let a = FutureSource<Int>()
+        let deinits = Counter()
+        do {
+            let obj = Tracked(deinits)
+            a.future.thenDo { _ in obj.touch() }
+        }
+        a.trySetResult(a.future)
+        #expect(a.future.state == .immortal)
+        #expect(deinits.value == 1)
+    }
+
+    @Test func twoFutureCycleBecomesImmortal() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        a.trySetResult(b.future)
+        b.trySetResult(a.future)
+        #expect(a.future.state == .immortal)
+        #expect(b.future.state == .immortal)
+    }
+
+    @Test func tenFutureCycleBecomesImmortalAndFreesEverything() {
+        let deinits = Counter()
+        weak var weakFirst: Future<Int>?
+        do {
+            let sources = (0..<10).map { _ in FutureSource<Int>() }
+            weakFirst = sources[0].future
+            for i in 0..<10 {
+                let obj = Tracked(deinits)
+                sources[i].future.thenDo { _ in obj.touch() }
+            }
+            for i in 0..<10 { sources[i].trySetResult(sources[(i + 1) % 10].future) }
+            #expect(sources.allSatisfy { $0.future.state == .immortal })
+            #expect(deinits.value == 10)
+        }
+        #expect(weakFirst == nil)
+    }
+
+    @Test func futureFlatteningIntoACycleBecomesImmortal() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>(), c = FutureSource<Int>()
+        c.trySetResult(a.future)
+        a.trySetResult(b.future)
+        b.trySetResult(a.future)
+        #expect(c.future.state == .immortal)
+    }
+
+    @Test func concurrentTwoThreadCycleClosingAlwaysEndsImmortalWithNothingLeaked() {
+        let deinits = Counter()
+        for _ in 0..<500 {
+            weak var wa: Future<Int>?, wb: Future<Int>?
+            do {
+                let a = FutureSource<Int>(), b = FutureSource<Int>()
+                wa = a.future; wb = b.future
+                let obj = Tracked(deinits)
+                a.future.thenDo { _ in obj.touch() }
+                onThreads(2) { i in
+                    if i == 0 { a.trySetResult(b.future) } else { b.trySetResult(a.future) }
+                }
+                #expect(a.future.state == .immortal)
+                #expect(b.future.state == .immortal)
+            }
+            #expect(wa == nil && wb == nil)
+        }
+        #expect(deinits.value == 500)
+    }
+}
+
+@Suite struct FutureLeaks {
+    @Test func consumerCycleThroughFutureIsFreedWhenSourceDies() {
+        let deinits = Counter()
+        var source: FutureSource<Int>? = FutureSource<Int>()
+        do {
+            let c = Consumer(deinits)
+            c.future = source!.future
+            c.future!.thenDo { _ in c.ran.increment() }   // self -> future -> handler -> self
+        }
+        #expect(deinits.value == 0)
+        drop(&source)
+        #expect(deinits.value == 1)
+    }
+
+    @Test func continuationClosuresReleasedAfterRunning() {
+        let deinits = Counter()
+        let s = FutureSource<Int>()
+        var results: [Future<Int>] = []
+        for _ in 0..<10 {
+            let obj = Tracked(deinits)
+            results.append(s.future.then { obj.touch(); return $0 })
+        }
+        s.trySetResult(1)
+        #expect(deinits.value == 10)
+        #expect(results.allSatisfy { $0.forceGetResult() == 1 })
+    }
+}
+
+@Suite struct DeepChains {
+    @Test func completingHeadOfMillionLongThenChainDoesNotOverflow() {
+        let s = FutureSource<Int>()
+        var f = s.future
+        for _ in 0..<1_000_000 { f = f.then { $0 + 1 } }
+        s.trySetResult(0)
+        #expect(f.forceGetResult() == 1_000_000)
+    }
+
+    @Test func millionDeepFlattenChainCompletesWithoutOverflow() {
+        // Recursive retry-style code: each continuation returns the next
+        // future, which is still pending when it is returned.
+        #expect(runFlattenChain(depth: 1_000_000) == 1_000_000)
+    }
+}
+
+/// Builds a flatten chain `depth` deep the way recursive retry code does and
+/// drives it; returns the outermost result.
+func runFlattenChain(depth: Int) -> Int? {
+    final class Steps: @unchecked Sendable { var pending: [FutureSource<Void>] = [] }
+    let steps = Steps()
+    @Sendable func loop(_ n: Int) -> Future<Int> {
+        if n == 0 { return .succeeded(0) }
+        let s = FutureSource<Void>()
+        steps.pending.append(s)
+        return s.future.then { (_: Void) -> Future<Int> in loop(n - 1).then { $0 + 1 } }
+    }
+    let f = loop(depth)
+    while let s = steps.pending.popLast() { s.trySetResult() }
+    return try? f.result?.get()
+}
+
+/// Sets an optional to nil (drops the last reference) without a
+/// never-read warning.
+func drop<T>(_ x: inout T?) { x = nil }
