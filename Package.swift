@@ -5,6 +5,7 @@ let package = Package(
     name: "CollapsingFutures",
     products: [
         .library(name: "CollapsingFutures", targets: ["CollapsingFutures"]),
+        .library(name: "DispatchLockedFutures", targets: ["DispatchLockedFutures"]),
     ],
     targets: [
         .systemLibrary(
@@ -23,11 +24,33 @@ let package = Package(
             dependencies: ["CCollapsingFutures"],
             path: "Sources/CollapsingFutures"
         ),
-        // Behaviour of the public API, shared with the Dispatch-lock version.
+        // The baseline: the same API with a lock per token, as the original
+        // did with @synchronized (a serial DispatchQueue), and the same
+        // sources compiled with Synchronization.Mutex (the strongest lock).
+        .target(name: "DispatchLockedFutures", path: "Sources/DispatchLockedFutures"),
+        .target(
+            name: "MutexLockedFutures",
+            path: "Sources/MutexLockedFutures",
+            swiftSettings: [.define("MUTEX_LOCK")]
+        ),
+        // Behaviour of the public API: one set of sources (Tests/BehaviourTests)
+        // compiled against each implementation.
         .testTarget(
             name: "BehaviourTests",
             dependencies: ["CollapsingFutures"],
             path: "Tests/BehaviourTests"
+        ),
+        .testTarget(
+            name: "LockedBehaviourTests",
+            dependencies: ["DispatchLockedFutures"],
+            path: "Tests/LockedBehaviourTests",
+            swiftSettings: [.define("LOCKED")]
+        ),
+        .testTarget(
+            name: "MutexBehaviourTests",
+            dependencies: ["MutexLockedFutures"],
+            path: "Tests/MutexBehaviourTests",
+            swiftSettings: [.define("MUTEX_LOCKED")]
         ),
         // Properties of the lock-free core only (list memory under churn).
         .testTarget(

@@ -1,5 +1,7 @@
 #if LOCKED
 import DispatchLockedFutures
+#elseif MUTEX_LOCKED
+import MutexLockedFutures
 #else
 import CollapsingFutures
 #endif
@@ -175,7 +177,7 @@ import Foundation
         let s = CancelTokenSource()
         let onMain = Log<Bool>()
         await MainActor.run {
-            s.token.whenCancelled { onMain.append(Thread.isMainThread) }
+            _ = s.token.whenCancelled { onMain.append(Thread.isMainThread) }
         }
         await Task.detached { s.cancel() }.value
         // The handler hops to the main queue; wait for the main actor to drain it.

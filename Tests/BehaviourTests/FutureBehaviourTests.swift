@@ -1,5 +1,7 @@
 #if LOCKED
 import DispatchLockedFutures
+#elseif MUTEX_LOCKED
+import MutexLockedFutures
 #else
 import CollapsingFutures
 #endif

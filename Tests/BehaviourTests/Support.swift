@@ -3,6 +3,8 @@
 // compiled into two test targets, one per module, selected by LOCKED.
 #if LOCKED
 import DispatchLockedFutures
+#elseif MUTEX_LOCKED
+import MutexLockedFutures
 #else
 import CollapsingFutures
 #endif

@@ -1,0 +1,240 @@
+// The Dispatch-lock baseline: the same public API as CollapsingFutures, with
+// each token's state and handler list guarded by a lock, as the original
+// Objective-C library did with @synchronized.
+import Dispatch
+import Synchronization
+
+public enum CancelTokenState: Sendable, Hashable { case stillCancellable, cancelled, immortal }
+
+/// One registered handler. Its fields are guarded by its token's lock.
+final class _Entry: @unchecked Sendable {
+    var handler: (@Sendable () -> Void)?
+    var queue: DispatchQueue?
+    var mainSticky = false
+    var onDiscard: (() -> Void)?
+    var onUnlessRemoved: (() -> Void)?
+    var companion: CancelRegistration?
+    /// Set under the token's lock when a cancel takes this entry to run it.
+    var ran = false
+    init(_ h: @escaping @Sendable () -> Void) { handler = h }
+
+    func fire() {
+        guard let h = handler else { return }
+        handler = nil
+        if let q = queue { q.async(execute: h) }
+        else if mainSticky && !_isMainThread() { DispatchQueue.main.async(execute: h) }
+        else { h() }
+    }
+}
+
+final class _TokenState: @unchecked Sendable {
+    let lock = _Lock()
+    var state: CancelTokenState
+    var handlers: [_Entry] = []
+    init(_ s: CancelTokenState) { state = s }
+
+    @discardableResult
+    func settle(_ to: CancelTokenState) -> Bool {
+        let taken: [_Entry]? = lock.sync {
+            guard state == .stillCancellable else { return nil }
+            state = to
+            let h = handlers
+            handlers = []
+            if to == .cancelled { for e in h { e.ran = true } }
+            return h
+        }
+        guard let taken else { return false }
+        if to == .cancelled {
+            _Drain.run(taken.map { e in { e.companion?._removeQuietly(); e.companion = nil; e.fire() } })
+        } else {
+            _Drain.run(taken.map { e in { e.companion?._removeQuietly(); e.companion = nil; e.handler = nil; e.onDiscard?(); e.onDiscard = nil } })
+        }
+        return true
+    }
+
+    /// Adds `e`, or returns the settled state without adding.
+    func add(_ e: _Entry) -> CancelTokenState {
+        lock.sync {
+            if state == .stillCancellable { handlers.append(e) }
+            return state
+        }
+    }
+
+    /// Removes `e` if still registered (linear, as the original's array).
+    func remove(_ e: _Entry) -> Bool {
+        lock.sync {
+            guard let i = handlers.firstIndex(where: { $0 === e }) else { return false }
+            handlers.remove(at: i)
+            return true
+        }
+    }
+}
+
+public struct CancelRegistration: Sendable {
+    let state: _TokenState?
+    let entry: _Entry?
+    let neverRuns: Bool
+
+    @discardableResult
+    public func remove() -> Bool {
+        guard let state, let entry else { return neverRuns }
+        if state.remove(entry) {
+            entry.handler = nil
+            entry.onDiscard = nil
+            entry.companion?._removeQuietly()
+            entry.companion = nil
+            return true
+        }
+        return state.lock.sync { !entry.ran }
+    }
+
+    func _removeQuietly() { _ = remove() }
+
+    func _removeByUnless() {
+        guard let state, let entry else { return }
+        if state.remove(entry) {
+            entry.handler = nil
+            entry.onDiscard = nil
+            entry.companion = nil
+            let f = entry.onUnlessRemoved
+            entry.onUnlessRemoved = nil
+            f?()
+        }
+    }
+}
+
+public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
+    let _s: _TokenState?
+
+    public static let cancelled = CancelToken(_s: _TokenState(.cancelled))
+    public static let immortal = CancelToken(_s: nil)
+
+    public var state: CancelTokenState {
+        guard let s = _s else { return .immortal }
+        return s.lock.sync { s.state }
+    }
+    public var isCancelled: Bool { state == .cancelled }
+    public var canStillBeCancelled: Bool { state == .stillCancellable }
+    public var description: String { "CancelToken(\(state))" }
+    public static func == (a: CancelToken, b: CancelToken) -> Bool { a._s === b._s }
+    public func hash(into h: inout Hasher) { h.combine(_s.map { ObjectIdentifier($0) }) }
+
+    @discardableResult
+    public func whenCancelled(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
+                              _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {
+        let e = _Entry(handler)
+        if let queue { e.queue = queue } else if _isMainThread() { e.mainSticky = true }
+        return _add(e, unless: unless)
+    }
+
+    func _add(_ e: _Entry, unless: CancelToken, removeOnUnlessImmortal: Bool = false) -> CancelRegistration {
+        guard let s = _s else {
+            e.handler = nil; e.onDiscard?()
+            return CancelRegistration(state: nil, entry: nil, neverRuns: true)
+        }
+        if unless._s === s || unless.isCancelled {
+            e.handler = nil
+            e.onUnlessRemoved?()
+            return CancelRegistration(state: nil, entry: nil, neverRuns: true)
+        }
+        let reg = CancelRegistration(state: s, entry: e, neverRuns: false)
+        if let us = unless._s {
+            let link = _Entry { reg._removeByUnless() }
+            if removeOnUnlessImmortal { link.onDiscard = { reg._removeQuietly() } }
+            e.companion = CancelRegistration(state: us, entry: link, neverRuns: false)
+            switch s.add(e) {
+            case .cancelled:
+                e.companion = nil
+                e.fire()
+                return CancelRegistration(state: nil, entry: nil, neverRuns: false)
+            case .immortal:
+                e.companion = nil
+                e.handler = nil; e.onDiscard?()
+                return CancelRegistration(state: nil, entry: nil, neverRuns: true)
+            case .stillCancellable:
+                switch us.add(link) {
+                case .cancelled: link.fire()
+                case .immortal: link.handler = nil; link.onDiscard?()
+                case .stillCancellable: break
+                }
+            }
+            return reg
+        }
+        switch s.add(e) {
+        case .cancelled:
+            e.fire()
+            return CancelRegistration(state: nil, entry: nil, neverRuns: false)
+        case .immortal:
+            e.handler = nil; e.onDiscard?()
+            return CancelRegistration(state: nil, entry: nil, neverRuns: true)
+        case .stillCancellable:
+            return reg
+        }
+    }
+
+    public static func any(_ tokens: CancelToken...) -> CancelToken { any(tokens) }
+    public static func any(_ tokens: [CancelToken]) -> CancelToken {
+        var live: [CancelToken] = []
+        for t in tokens {
+            switch t.state {
+            case .cancelled: return .cancelled
+            case .immortal: continue
+            case .stillCancellable: if !live.contains(t) { live.append(t) }
+            }
+        }
+        if live.isEmpty { return .immortal }
+        if live.count == 1 { return live[0] }
+        let source = CancelTokenSource()
+        let result = source.token
+        for t in live { _ = t._add(_Entry { source.cancel() }, unless: result) }
+        return result
+    }
+
+    public static func all(_ tokens: CancelToken...) -> CancelToken { all(tokens) }
+    public static func all(_ tokens: [CancelToken]) -> CancelToken {
+        var live: [CancelToken] = []
+        for t in tokens {
+            switch t.state {
+            case .cancelled: continue
+            case .immortal: return .immortal
+            case .stillCancellable: if !live.contains(t) { live.append(t) }
+            }
+        }
+        if live.isEmpty { return .cancelled }
+        if live.count == 1 { return live[0] }
+        let s = _TokenState(.stillCancellable)
+        let result = CancelToken(_s: s)
+        let counter = _Box(live.count)
+        for t in live {
+            let e = _Entry { if counter.tick() { s.settle(.cancelled) } }
+            e.onDiscard = { s.settle(.immortal) }
+            _ = t._add(e, unless: result, removeOnUnlessImmortal: true)
+        }
+        return result
+    }
+}
+
+final class _Box: Sendable {
+    let n: Atomic<Int>
+    init(_ count: Int) { n = Atomic(count) }
+    func tick() -> Bool { n.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 }
+}
+
+public final class CancelTokenSource: Sendable {
+    let _s = _TokenState(.stillCancellable)
+    let _cancelOnDeinit: Bool
+    public init() { _cancelOnDeinit = false }
+    public init(cancelOnDeinit: Bool) { _cancelOnDeinit = cancelOnDeinit }
+    public init(until token: CancelToken) {
+        _cancelOnDeinit = false
+        if token.isCancelled { _s.settle(.cancelled) }
+        else if token.canStillBeCancelled {
+            let s = _s
+            _ = token._add(_Entry { s.settle(.cancelled) }, unless: self.token, removeOnUnlessImmortal: true)
+        }
+    }
+    deinit { _s.settle(_cancelOnDeinit ? .cancelled : .immortal) }
+    public var token: CancelToken { CancelToken(_s: _s) }
+    public func cancel() { _s.settle(.cancelled) }
+    @discardableResult public func tryCancel() -> Bool { _s.settle(.cancelled) }
+}

@@ -1,0 +1,1 @@
+../DispatchLockedFutures/Lock.swift
