@@ -7,6 +7,9 @@ let package = Package(
         .library(name: "CollapsingFutures", targets: ["CollapsingFutures"]),
         .library(name: "DispatchLockedFutures", targets: ["DispatchLockedFutures"]),
     ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
     targets: [
         .systemLibrary(
             name: "CAtomicOps",
@@ -27,12 +30,34 @@ let package = Package(
         // The baseline: the same API with a lock per token, as the original
         // did with @synchronized (a serial DispatchQueue), and the same
         // sources compiled with Synchronization.Mutex (the strongest lock).
-        .target(name: "DispatchLockedFutures", path: "Sources/DispatchLockedFutures"),
+        .target(name: "DispatchLockedFutures", dependencies: ["CCollapsingFutures"], path: "Sources/DispatchLockedFutures"),
         .target(
             name: "MutexLockedFutures",
+            dependencies: ["CCollapsingFutures"],
             path: "Sources/MutexLockedFutures",
             swiftSettings: [.define("MUTEX_LOCK")]
         ),
+        // `swift run -c release benchmarks`: the driver, the scenario bodies
+        // (one source compiled per implementation) and C support (the malloc
+        // interposer and the C floor).
+        .executableTarget(
+            name: "benchmarks",
+            dependencies: [
+                "BenchKit", "BenchBodiesLF", "BenchBodiesDL", "BenchBodiesMX", "CBenchSupport",
+                "CollapsingFutures", "CCollapsingFutures",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/benchmarks"
+        ),
+        .target(name: "BenchKit", path: "Benchmarks/BenchKit"),
+        .target(name: "BenchBodiesLF", dependencies: ["BenchKit", "CollapsingFutures"], path: "Benchmarks/BenchBodiesLF"),
+        .target(name: "BenchBodiesDL", dependencies: ["BenchKit", "DispatchLockedFutures"], path: "Benchmarks/BenchBodiesDL",
+                swiftSettings: [.define("IMPL_DL")]),
+        .target(name: "BenchBodiesMX", dependencies: ["BenchKit", "MutexLockedFutures"], path: "Benchmarks/BenchBodiesMX",
+                swiftSettings: [.define("IMPL_MX")]),
+        .target(name: "CBenchSupport", dependencies: ["CCollapsingFutures"], path: "Benchmarks/CBenchSupport"),
         // Behaviour of the public API: one set of sources (Tests/BehaviourTests)
         // compiled against each implementation.
         .testTarget(

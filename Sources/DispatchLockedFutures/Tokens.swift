@@ -238,3 +238,12 @@ public final class CancelTokenSource: Sendable {
     public func cancel() { _s.settle(.cancelled) }
     @discardableResult public func tryCancel() -> Bool { _s.settle(.cancelled) }
 }
+
+extension CancelToken {
+    /// Handlers currently in the token's list (as the lock-free version's
+    /// linked-node count): for the benchmark's peak-live-nodes figure.
+    @_spi(Testing) public var _linkedNodeCount: Int {
+        guard let s = _s else { return 0 }
+        return s.lock.sync { s.handlers.count }
+    }
+}

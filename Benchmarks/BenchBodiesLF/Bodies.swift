@@ -1,0 +1,93 @@
+// One source, compiled once per implementation (BenchBodiesLF, -DL, -MX):
+// the same scenario code runs against each module, like with like.
+#if IMPL_DL
+@_spi(Testing) import DispatchLockedFutures
+#elseif IMPL_MX
+@_spi(Testing) import MutexLockedFutures
+#else
+@_spi(Testing) import CollapsingFutures
+#endif
+import BenchKit
+import Foundation
+import Synchronization
+
+public func makeAPI() -> API {
+    API(
+        registerCancel: { n in { it in
+            for _ in 0..<it {
+                let s = CancelTokenSource()
+                for _ in 0..<n { s.token.whenCancelled {} }
+                s.cancel()
+            }
+        } },
+        churn: {
+            let s = CancelTokenSource()
+            let peak = Mutex(0)
+            return ({ it in
+                var p = 0
+                for i in 0..<it {
+                    s.token.whenCancelled {}.remove()
+                    if i & 1023 == 0 { p = max(p, s.token._linkedNodeCount) }
+                }
+                peak.withLock { $0 = max($0, p) }
+            }, { peak.withLock { $0 } })
+        },
+        unlessChurn: { it in
+            let long = CancelTokenSource(), s = CancelTokenSource()
+            for _ in 0..<it { s.token.whenCancelled(unless: long.token) {}.remove() }
+        },
+        thenSet: { it in
+            for i in 0..<it {
+                let s = FutureSource<Int>()
+                let f = s.future.then { $0 + 1 }
+                s.trySetResult(i)
+                precondition(f.hasResult)
+            }
+        },
+        thenChain10: { it in
+            for i in 0..<it {
+                let s = FutureSource<Int>()
+                var f = s.future
+                for _ in 0..<10 { f = f.then { $0 + 1 } }
+                s.trySetResult(i)
+                precondition(f.hasResult)
+            }
+        },
+        flatten: { it in
+            for i in 0..<it {
+                let s = FutureSource<Int>(), inner = FutureSource<Int>()
+                let f: Future<Int> = s.future.then { _ in inner.future }
+                s.trySetResult(i)
+                inner.trySetResult(i)
+                precondition(f.hasResult)
+            }
+        },
+        contendedRegister: { it in
+            let s = CancelTokenSource()
+            let ran = Atomic<Int>(0)
+            onThreads(3) { t in
+                if t == 2 {
+                    usleep(20)
+                    s.cancel()
+                } else {
+                    for _ in 0..<it / 2 { s.token.whenCancelled { ran.add(1, ordering: .relaxed) } }
+                }
+            }
+            precondition(ran.load(ordering: .relaxed) == it / 2 * 2, "a handler was lost")
+        },
+        racingSet: { it in
+            let sources = (0..<it).map { _ in FutureSource<Int>() }
+            let wins = Atomic<Int>(0)
+            onThreads(2) { t in for s in sources where s.trySetResult(t) { wins.add(1, ordering: .relaxed) } }
+            precondition(wins.load(ordering: .relaxed) == it)
+        },
+        immortalize: { it in
+            for _ in 0..<it {
+                var s: CancelTokenSource? = CancelTokenSource()
+                for _ in 0..<16 { s!.token.whenCancelled {} }
+                s = nil
+                _ = s
+            }
+        }
+    )
+}

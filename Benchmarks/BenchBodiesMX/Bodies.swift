@@ -1,0 +1,1 @@
+../BenchBodiesLF/Bodies.swift

@@ -1,0 +1,39 @@
+// Shared by the benchmark bodies (compiled once per implementation) and the driver.
+import Dispatch
+import Foundation
+
+/// A benchmark body: performs `iterations` iterations of its scenario.
+public typealias Body = (Int) -> Void
+
+/// The scenario bodies of one implementation of the CollapsingFutures API.
+public struct API {
+    public var registerCancel: (Int) -> Body
+    /// The churn body, and the peak number of linked nodes it saw.
+    public var churn: () -> (Body, () -> Int)
+    public var unlessChurn: Body
+    public var thenSet: Body
+    public var thenChain10: Body
+    public var flatten: Body
+    public var contendedRegister: Body
+    public var racingSet: Body
+    public var immortalize: Body
+    public init(registerCancel: @escaping (Int) -> Body, churn: @escaping () -> (Body, () -> Int),
+                unlessChurn: @escaping Body, thenSet: @escaping Body, thenChain10: @escaping Body,
+                flatten: @escaping Body, contendedRegister: @escaping Body, racingSet: @escaping Body,
+                immortalize: @escaping Body) {
+        self.registerCancel = registerCancel; self.churn = churn; self.unlessChurn = unlessChurn
+        self.thenSet = thenSet; self.thenChain10 = thenChain10; self.flatten = flatten
+        self.contendedRegister = contendedRegister; self.racingSet = racingSet; self.immortalize = immortalize
+    }
+}
+
+/// Runs `work(i)` on `n` threads released together; waits for all.
+public func onThreads(_ n: Int, _ work: @escaping @Sendable (Int) -> Void) {
+    let group = DispatchGroup(), start = DispatchSemaphore(value: 0)
+    for i in 0..<n {
+        group.enter()
+        Thread.detachNewThread { start.wait(); work(i); group.leave() }
+    }
+    for _ in 0..<n { start.signal() }
+    group.wait()
+}

@@ -1,0 +1,27 @@
+// Benchmark support in C: a real malloc interposer (counts every malloc-family
+// call while counting is on) and the C floor (the core with a no-op C handler).
+#ifndef CFB_H
+#define CFB_H
+#include <stddef.h>
+#include <stdint.h>
+#include "cf_core.h"
+
+#pragma clang assume_nonnull begin
+
+/// Starts/stops counting malloc, calloc, realloc, posix_memalign,
+/// aligned_alloc and memalign calls process-wide (relaxed atomic counter).
+void cfb_count_allocs(int on);
+uint64_t cfb_alloc_count(void);
+
+/// The C floor: a token with no-op handlers in malloc'd 16-byte aligned nodes.
+cf_token *cfb_token_new(void);
+void cfb_token_free(cf_token *t);
+/// Registers a no-op handler; returns its node (owned by the list).
+cf_node *_Nullable cfb_register_noop(cf_token *t);
+/// Registers `n` no-op handlers, then cancels the token.
+void cfb_register_cancel(int n);
+/// Registers and removes one no-op handler `iterations` times on `t`.
+void cfb_churn(cf_token *t, long iterations);
+
+#pragma clang assume_nonnull end
+#endif

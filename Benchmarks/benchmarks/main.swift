@@ -1,0 +1,327 @@
+// swift run -c release benchmarks [--quick] [--format json] [--filter SUBSTRING]
+//
+// One run compares, per scenario: `lockfree` (CollapsingFutures), the same
+// API under a lock per token (`dispatch-lock`: serial DispatchQueue as the
+// original's @synchronized; `mutex`: Synchronization.Mutex), swift-nio
+// promises, Swift concurrency where it has a counterpart, and `c-floor`: the C
+// core alone with a no-op C handler. Times are medians of repetitions (with
+// min–max); allocations are counted by a malloc interposer linked into this
+// executable, in a separate pass; ratios are peer / lockfree in this run.
+import BenchBodiesDL
+import BenchBodiesLF
+import BenchBodiesMX
+import BenchKit
+import CBenchSupport
+import CCollapsingFutures
+import CollapsingFutures
+import Dispatch
+import Foundation
+import NIOCore
+import NIOEmbedded
+import NIOPosix
+import Synchronization
+
+// MARK: options
+
+var quick = false, json = false, filter: String?, implFilter: String?
+do {
+    var args = CommandLine.arguments.dropFirst()
+    while let a = args.popFirst() {
+        switch a {
+        case "--quick": quick = true
+        case "--format": json = args.popFirst() == "json"
+        case "--filter": filter = args.popFirst()
+        case "--impl": implFilter = args.popFirst()
+        case "-h", "--help":
+            print("usage: benchmarks [--quick] [--format text|json] [--filter SCENARIO-SUBSTRING] [--impl NAME]")
+            exit(0)
+        default:
+            FileHandle.standardError.write("unknown argument \(a)\n".data(using: .utf8)!)
+            exit(2)
+        }
+    }
+}
+
+// glibc skips atomics while a process has a single thread: keep a second one alive.
+let keepAlive = DispatchSemaphore(value: 0)
+Thread.detachNewThread { keepAlive.wait() }
+
+// MARK: measurement
+
+let impls = ["lockfree", "dispatch-lock", "mutex", "nio", "swift-concurrency", "c-floor"]
+
+struct Scenario {
+    let name: String
+    let summary: String
+    let opsPerIteration: Int
+    /// Iterations per timed repetition (full run); quick runs use a tenth.
+    let iterations: Int
+    let bodies: [String: Body]
+    var extra: [String: String] = [:]
+}
+
+struct Figure {
+    let scenario: String, impl: String
+    let median: Double, min: Double, max: Double
+    let allocs: Double
+}
+
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+@MainActor func measure(_ s: Scenario, _ impl: String, _ body: Body) -> Figure {
+    let iterations = max(1, quick ? s.iterations / 10 : s.iterations)
+    let reps = quick ? 3 : 7
+    body(max(1, iterations / 10))   // warm up
+    var samples: [Double] = []
+    for _ in 0..<reps {
+        let t0 = now()
+        body(iterations)
+        let t1 = now()
+        samples.append(Double(t1 - t0) / Double(iterations * s.opsPerIteration))
+    }
+    samples.sort()
+    // Allocations: a separate, counted pass.
+    let allocIterations = max(1, min(iterations, 2000))
+    cfb_count_allocs(1)
+    body(allocIterations)
+    cfb_count_allocs(0)
+    let allocs = Double(cfb_alloc_count()) / Double(allocIterations * s.opsPerIteration)
+    return Figure(scenario: s.name, impl: impl, median: samples[samples.count / 2],
+                  min: samples.first!, max: samples.last!, allocs: allocs)
+}
+
+/// Runs `body` inside a Task and waits for it (for async counterparts).
+func blockingAsync(_ body: @escaping @Sendable () async -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    Task.detached { await body(); done.signal() }
+    done.wait()
+}
+
+
+// MARK: peers
+
+let embedded = EmbeddedEventLoop()
+let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+let loop = group.next()
+
+func nioThenSet(steps: Int) -> Body {
+    { it in
+        for i in 0..<it {
+            let p = embedded.makePromise(of: Int.self)
+            var f = p.futureResult
+            for _ in 0..<steps { f = f.map { $0 + 1 } }
+            f.whenSuccess { _ in }
+            p.succeed(i)
+        }
+    }
+}
+
+let nioPromise: Body = { it in
+    for i in 0..<it {
+        let p = embedded.makePromise(of: Int.self)
+        p.futureResult.whenSuccess { _ in }
+        p.succeed(i)
+    }
+}
+
+let nioInLoop: Body = { it in
+    try! loop.submit {
+        for i in 0..<it {
+            let p = loop.makePromise(of: Int.self)
+            p.futureResult.whenSuccess { _ in }
+            p.succeed(i)
+        }
+    }.wait()
+}
+
+let nioFlatten: Body = { it in
+    for i in 0..<it {
+        let p = embedded.makePromise(of: Int.self), inner = embedded.makePromise(of: Int.self)
+        let f = p.futureResult.flatMap { _ in inner.futureResult }
+        f.whenSuccess { _ in }
+        p.succeed(i)
+        inner.succeed(i)
+    }
+}
+
+/// Promises made on the loop, completed from this thread: each callback hops.
+let nioOffLoop: Body = { it in
+    let done = DispatchSemaphore(value: 0)
+    let remaining = Atomic<Int>(it)
+    let promises = (0..<it).map { _ in loop.makePromise(of: Int.self) }
+    for p in promises {
+        p.futureResult.whenSuccess { _ in
+            if remaining.subtract(1, ordering: .relaxed).newValue == 0 { done.signal() }
+        }
+    }
+    for (i, p) in promises.enumerated() { p.succeed(i) }
+    done.wait()
+}
+
+/// Ours for the same shape: completed from this thread, continuation on a queue.
+let offLoopQueue = DispatchQueue(label: "bench.offloop")
+let lockfreeOffThread: Body = { it in
+    let done = DispatchSemaphore(value: 0)
+    let remaining = Atomic<Int>(it)
+    let sources = (0..<it).map { _ in FutureSource<Int>() }
+    for s in sources {
+        s.future.thenDo(on: offLoopQueue) { _ in
+            if remaining.subtract(1, ordering: .relaxed).newValue == 0 { done.signal() }
+        }
+    }
+    for (i, s) in sources.enumerated() { s.trySetResult(i) }
+    done.wait()
+}
+
+let continuationResume: Body = { it in
+    blockingAsync {
+        for i in 0..<it {
+            let v = await withCheckedContinuation { (c: CheckedContinuation<Int, Never>) in c.resume(returning: i) }
+            precondition(v == i)
+        }
+    }
+}
+
+let cancellationHandler: Body = { it in
+    blockingAsync {
+        for _ in 0..<it {
+            await withTaskCancellationHandler { } onCancel: { }
+        }
+    }
+}
+
+let taskCreateCancel: Body = { it in
+    blockingAsync {
+        for _ in 0..<it {
+            let t = Task { await Task.yield() }
+            t.cancel()
+            await t.value
+        }
+    }
+}
+
+let cFloorChurn: Body = { it in
+    let t = cfb_token_new()
+    cfb_churn(t, it)
+    cfb_token_free(t)
+}
+
+struct TokenPointer: @unchecked Sendable { let p: UnsafeMutablePointer<cf_token> }
+let cFloorContended: Body = { it in
+    let t = TokenPointer(p: cfb_token_new())
+    onThreads(3) { i in
+        if i == 2 { usleep(20); cf_token_settle(t.p, UInt(CF_W_CANCELLED)) } else { for _ in 0..<it / 2 { cfb_register_noop(t.p) } }
+    }
+    cfb_token_free(t.p)
+}
+
+// MARK: scenarios
+
+let lf = BenchBodiesLF.makeAPI(), dl = BenchBodiesDL.makeAPI(), mx = BenchBodiesMX.makeAPI()
+
+@MainActor func three(_ pick: (API) -> Body) -> [String: Body] {
+    ["lockfree": pick(lf), "dispatch-lock": pick(dl), "mutex": pick(mx)]
+}
+
+func merge(_ a: [String: Body], _ b: [String: Body]) -> [String: Body] { a.merging(b) { x, _ in x } }
+
+var scenarios: [Scenario] = []
+for n in [1, 16, 1024] {
+    scenarios.append(Scenario(
+        name: "token register+cancel x\(n)", summary: "a new source, \(n) handlers registered, then cancelled (per handler)",
+        opsPerIteration: n, iterations: max(100, 200_000 / n),
+        bodies: merge(three { $0.registerCancel(n) }, ["c-floor": { it in for _ in 0..<it { cfb_register_cancel(Int32(n)) } }])))
+}
+var churnPeaks: [String: () -> Int] = [:]
+do {
+    var bodies: [String: Body] = ["c-floor": cFloorChurn]
+    for (name, api) in [("lockfree", lf), ("dispatch-lock", dl), ("mutex", mx)] {
+        let (b, peak) = api.churn()
+        bodies[name] = b
+        churnPeaks[name] = peak
+    }
+    scenarios.append(Scenario(name: "register/remove churn", summary: "register then remove one handler on a long-lived token (per pair); peak linked nodes reported",
+                              opsPerIteration: 1, iterations: 200_000, bodies: bodies))
+}
+scenarios.append(Scenario(name: "unless churn", summary: "whenCancelled(unless: longLived) then remove (per pair); swift-concurrency: withTaskCancellationHandler, no cancel",
+                          opsPerIteration: 1, iterations: 200_000,
+                          bodies: merge(three { $0.unlessChurn }, ["swift-concurrency": cancellationHandler])))
+scenarios.append(Scenario(name: "future then+set", summary: "source, one then, set (per future); nio: EmbeddedEventLoop promise + map + succeed; swift-concurrency: checked continuation resume",
+                          opsPerIteration: 1, iterations: 200_000,
+                          bodies: merge(three { $0.thenSet }, ["nio": nioThenSet(steps: 1), "swift-concurrency": continuationResume])))
+scenarios.append(Scenario(name: "promise+handler+set", summary: "nio: makePromise + whenSuccess + succeed (Embedded; in-loop MTELG as nio-loop); ours: then+set",
+                          opsPerIteration: 1, iterations: 200_000,
+                          bodies: ["lockfree": lf.thenSet, "nio": nioPromise, "nio-loop": nioInLoop]))
+scenarios.append(Scenario(name: "then chain x10", summary: "source, 10 chained thens, set (per then step)",
+                          opsPerIteration: 10, iterations: 50_000,
+                          bodies: merge(three { $0.thenChain10 }, ["nio": nioThenSet(steps: 10)])))
+scenarios.append(Scenario(name: "flatten step", summary: "a continuation returning a pending future, then both set (per step); nio: flatMap",
+                          opsPerIteration: 1, iterations: 100_000,
+                          bodies: merge(three { $0.flatten }, ["nio": nioFlatten])))
+scenarios.append(Scenario(name: "off-thread completion", summary: "complete from this thread, continuation on another thread (per future); nio: promise of a loop completed off it",
+                          opsPerIteration: 1, iterations: 50_000,
+                          bodies: ["lockfree": lockfreeOffThread, "nio": nioOffLoop]))
+scenarios.append(Scenario(name: "contended register", summary: "2 threads registering on one token while a third cancels (per handler)",
+                          opsPerIteration: 1, iterations: 200_000,
+                          bodies: merge(three { $0.contendedRegister }, ["c-floor": cFloorContended])))
+scenarios.append(Scenario(name: "contended trySetResult", summary: "2 threads racing trySetResult over the same futures (per future)",
+                          opsPerIteration: 1, iterations: 100_000, bodies: three { $0.racingSet }))
+scenarios.append(Scenario(name: "immortalize x16", summary: "source dropped with 16 handlers registered (per handler)",
+                          opsPerIteration: 16, iterations: 20_000, bodies: three { $0.immortalize }))
+scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrency: Task create + cancel + await (reference)",
+                          opsPerIteration: 1, iterations: 20_000, bodies: ["swift-concurrency": taskCreateCancel]))
+
+// MARK: run and report
+
+let columns = impls + ["nio-loop"]
+var figures: [Figure] = []
+for s in scenarios where filter.map({ s.name.contains($0) }) ?? true {
+    for impl in columns where implFilter.map({ impl == $0 }) ?? true {
+        guard let body = s.bodies[impl] else { continue }
+        if !json { FileHandle.standardError.write("\(s.name) / \(impl)...\n".data(using: .utf8)!) }
+        figures.append(measure(s, impl, body))
+    }
+}
+
+@MainActor func fig(_ s: String, _ i: String) -> Figure? { figures.first { $0.scenario == s && $0.impl == i } }
+func fmt(_ x: Double) -> String { x >= 100 ? String(format: "%.0f", x) : String(format: "%.1f", x) }
+
+if json {
+    var out: [[String: Any]] = []
+    for f in figures {
+        var o: [String: Any] = ["scenario": f.scenario, "impl": f.impl, "ns_per_op": f.median,
+                                "ns_min": f.min, "ns_max": f.max, "allocs_per_op": f.allocs]
+        if let base = fig(f.scenario, "lockfree") { o["ratio_to_lockfree"] = f.median / base.median }
+        if f.scenario == "register/remove churn", let p = churnPeaks[f.impl] { o["peak_linked_nodes"] = p() }
+        out.append(o)
+    }
+    let data = try! JSONSerialization.data(withJSONObject: out, options: [.prettyPrinted, .sortedKeys])
+    print(String(data: data, encoding: .utf8)!)
+} else {
+    let used = columns.filter { c in figures.contains { $0.impl == c } }
+    let names = scenarios.map(\.name).filter { n in figures.contains { $0.scenario == n } }
+    @MainActor func table(_ title: String, _ cell: (Figure) -> String) {
+        print("\n\(title)")
+        let header = ["scenario"] + used
+        var rows = [header]
+        for n in names { rows.append([n] + used.map { i in fig(n, i).map(cell) ?? "-" }) }
+        let widths = header.indices.map { c in rows.map { $0[c].count }.max()! }
+        for (k, r) in rows.enumerated() {
+            print("| " + r.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: " | ") + " |")
+            if k == 0 { print("|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|") }
+        }
+    }
+    print("CollapsingFutures benchmarks — \(ISO8601DateFormatter().string(from: Date())), \(ProcessInfo.processInfo.activeProcessorCount) cores\(quick ? ", --quick" : "")")
+    table("ns/op, median of repetitions [min–max]") { "\(fmt($0.median)) [\(fmt($0.min))–\(fmt($0.max))]" }
+    table("allocations/op (counted by the interposer)") { String(format: "%.2f", $0.allocs) }
+    table("ratio to lockfree (peer ns/op ÷ lockfree ns/op; > 1 means lockfree is faster)") { f in
+        fig(f.scenario, "lockfree").map { String(format: "%.2f×", f.median / $0.median) } ?? "-"
+    }
+    if figures.contains(where: { $0.scenario == "register/remove churn" }) {
+        print("\npeak linked nodes during register/remove churn: " +
+              churnPeaks.keys.sorted().map { "\($0) \(churnPeaks[$0]!())" }.joined(separator: ", "))
+    }
+    print("\nscenarios:")
+    for s in scenarios where names.contains(s.name) { print("- \(s.name): \(s.summary)") }
+}
+keepAlive.signal()
