@@ -70,6 +70,7 @@ final class _Countdown: Sendable {
 /// One input of `CancelToken.all`: counts down on cancel, immortalizes the
 /// result when its input becomes immortal.
 final class _AllNode: _Node, @unchecked Sendable {
+    @exclusivity(unchecked)
     var storage: _TokenStorage?
     let remaining: _Countdown
     init(storage: _TokenStorage, remaining: _Countdown) {

@@ -17,9 +17,9 @@ import Dispatch
 public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     /// `nil` means immortal. Otherwise a `_TokenStorage` or a `Future`,
     /// whose first stored property is the C state word.
-    nonisolated(unsafe) let _owner: AnyObject?
+    @usableFromInline nonisolated(unsafe) let _owner: AnyObject?
 
-    init(_owner: AnyObject?) { self._owner = _owner }
+    @inlinable init(_owner: AnyObject?) { self._owner = _owner }
 
     /// A token that is already cancelled.
     public static let cancelled = CancelToken(_owner: _TokenStorage(terminal: _wCancelled))
@@ -93,6 +93,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     /// Order matters: the companion is recorded before `node` is published
     /// (so its settler reads it race-free), and the link is pushed after
     /// `node` (so a link that fires always finds `node` in its list).
+    @usableFromInline
     func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool = false) -> CancelRegistration {
         let owner = _owner!
         let reg = CancelRegistration(owner: owner, node: node)

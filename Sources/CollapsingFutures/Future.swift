@@ -19,43 +19,44 @@ import Dispatch
 public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringConvertible {
     /// Must stay the first stored property: the completion token's state
     /// word and the claim word (who may set the result).
-    private var _c: cf_future
+    @usableFromInline var _c: cf_future
     /// Written once, by the claim winner, before the token is cancelled
     /// (release); read only after seeing it cancelled (acquire).
+    @exclusivity(unchecked) @usableFromInline
     var _result: Result<Value, any Error>?
     /// Written once, by the claim winner, before FLATTENING is published.
-    weak var _target: Future<Value>?
+    @usableFromInline weak var _target: Future<Value>?
 
-    init() {
+    @inlinable init() {
         _c = cf_future()
         cf_token_init(_tptr, 0)
     }
 
-    init(_result r: Result<Value, any Error>) {
+    @inlinable init(_result r: Result<Value, any Error>) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
         _result = r
         cf_token_init(_tptr, _wCancelled)
     }
 
-    init(_immortal: ()) {
+    @inlinable init(_immortal: ()) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
         cf_token_init(_tptr, _wImmortal)
     }
 
-    @inline(__always) var _fptr: UnsafeMutablePointer<cf_future> {
+    @inlinable var _fptr: UnsafeMutablePointer<cf_future> {
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_future.self)
     }
-    @inline(__always) var _tptr: UnsafeMutablePointer<cf_token> { _tokenPtr(self) }
-    @inline(__always) var _word: UInt { cf_token_load(_tptr) }
+    @inlinable var _tptr: UnsafeMutablePointer<cf_token> { _tokenPtr(self) }
+    @inlinable var _word: UInt { cf_token_load(_tptr) }
 
     // MARK: construction
 
     /// A future that already succeeded with `value`.
-    public static func succeeded(_ value: Value) -> Future { Future(_result: .success(value)) }
+    @inlinable public static func succeeded(_ value: Value) -> Future { Future(_result: .success(value)) }
     /// Collapses: returns `future` itself, which is equivalent.
     public static func succeeded(_ future: Future) -> Future { future }
     /// A future that already failed with `error`.
-    public static func failed(_ error: any Error) -> Future { Future(_result: .failure(error)) }
+    @inlinable public static func failed(_ error: any Error) -> Future { Future(_result: .failure(error)) }
     /// A future that already failed with `CancellationError`.
     public static var cancelled: Future { Future(_result: .failure(CancellationError())) }
     /// A future that already failed with `TimeoutError`.
@@ -66,7 +67,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     // MARK: state
 
     /// The current state; `.pending` and `.flattening` are volatile.
-    public var state: FutureState {
+    @inlinable public var state: FutureState {
         let w = _word
         if w & _wCancelled != 0 {
             if case .success = _result! { return .succeeded }
@@ -77,11 +78,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     /// Pending, flattening or immortal.
-    public var isIncomplete: Bool { _word & _wCancelled == 0 }
+    @inlinable public var isIncomplete: Bool { _word & _wCancelled == 0 }
     /// Succeeded.
-    public var hasResult: Bool { state == .succeeded }
+    @inlinable public var hasResult: Bool { state == .succeeded }
     /// Failed (with any error).
-    public var hasFailed: Bool { state == .failed }
+    @inlinable public var hasFailed: Bool { state == .failed }
     /// Failed with `CancellationError`.
     public var hasFailedWithCancel: Bool {
         if case .failure(let e)? = result { return e is CancellationError }
@@ -93,10 +94,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return false
     }
     /// The outcome, or `nil` while incomplete.
-    public var result: Result<Value, any Error>? { _word & _wCancelled != 0 ? _result : nil }
+    @inlinable public var result: Result<Value, any Error>? { _word & _wCancelled != 0 ? _result : nil }
 
     /// The value. Precondition: `hasResult`.
-    public func forceGetResult() -> Value {
+    @inlinable public func forceGetResult() -> Value {
         guard case .success(let v)? = result else {
             preconditionFailure("Future.forceGetResult() requires a future that succeeded, but this one is \(state): \(self)")
         }
@@ -112,7 +113,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     /// Cancelled when the future completes; immortal if the future is.
-    public var completionToken: CancelToken { CancelToken(_owner: self) }
+    @inlinable public var completionToken: CancelToken { CancelToken(_owner: self) }
 
     public var description: String {
         switch state {
@@ -126,7 +127,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     // MARK: setting (internal; FutureSource and the continuations call these)
 
-    @discardableResult
+    @inlinable @discardableResult
     func _trySet(_ r: Result<Value, any Error>) -> Bool {
         guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
         _complete(r)
@@ -134,20 +135,16 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     /// Only the claim holder (or the flattening forwarder) calls this.
-    func _complete(_ r: Result<Value, any Error>) {
+    @inlinable func _complete(_ r: Result<Value, any Error>) {
         _result = r
         cf_token_settle(_tptr, _wCancelled)
     }
 
-    @discardableResult
-    func _tryImmortalize() -> Bool {
-        guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
-        cf_token_settle(_tptr, _wImmortal)
-        return true
-    }
+    @inlinable @discardableResult
+    func _tryImmortalize() -> Bool { _tryImmortalizeFuture(self) }
 
     /// Collapses: this future takes on `other`'s outcome.
-    @discardableResult
+    @inlinable @discardableResult
     func _trySetFuture(_ other: Future) -> Bool {
         if other === self { return _tryImmortalize() }
         let w = other._word
@@ -158,7 +155,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // Publish-then-walk: full CAS, so of two threads closing a cycle at
         // once at least the later one sees the other's link in its walk.
         cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_FLATTENING))
-        _ = other.completionToken._add(_FlattenNode(into: self, from: other), unless: .immortal)
+        _ = other.completionToken._add(_ContinuationNode(output: self, flattening: true) { _ in self._complete(other._result!) },
+                                       unless: .immortal)
         _detectCycle(from: other)
         return true
     }
@@ -168,7 +166,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// forwarder, which immortalizes the predecessor, and so on around the
     /// cycle (and into every future flattening into it). Brent's algorithm
     /// stops on a cycle that does not contain us (its last publisher handles it).
-    private func _detectCycle(from start: Future) {
+    @inlinable func _detectCycle(from start: Future) {
         var cur = start
         var tortoise = start
         var power = 1, lam = 0
@@ -186,20 +184,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 }
 
-/// Forwards `from`'s outcome into `into` (collapsing).
-final class _FlattenNode<V: Sendable>: _Node, @unchecked Sendable {
-    var into: Future<V>?
-    var from: Future<V>?
-    init(into: Future<V>, from: Future<V>) { self.into = into; self.from = from }
-    override func _run() {
-        let i = into, f = from
-        into = nil; from = nil
-        i?._complete(f!._result!)
-    }
-    override func _discard() {
-        let i = into
-        into = nil; from = nil
-        if let i { cf_token_settle(i._tptr, _wImmortal) }
-    }
-    override func _removed(byUnless: Bool) { into = nil; from = nil }
+/// Claims an unset future and makes it immortal (non-generic: C only).
+@usableFromInline
+func _tryImmortalizeFuture(_ f: AnyObject) -> Bool {
+    let p = _getUnsafePointerToStoredProperties(f).assumingMemoryBound(to: cf_future.self)
+    guard cf_future_claim(p, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
+    cf_token_settle(_tokenPtr(f), _wImmortal)
+    return true
 }

@@ -11,7 +11,7 @@ public final class FutureSource<Value: Sendable>: Sendable {
     /// The future this source completes.
     public let future: Future<Value>
 
-    public init() { future = Future() }
+    @inlinable public init() { future = Future() }
 
     /// The future fails with `CancellationError` if `token` is cancelled
     /// before it is set. The registration on `token` is removed as soon as the
@@ -30,15 +30,15 @@ public final class FutureSource<Value: Sendable>: Sendable {
     deinit { future._tryImmortalize() }
 
     /// Succeeds with `value`. `false` if the future was already set.
-    @discardableResult public func trySetResult(_ value: Value) -> Bool { future._trySet(.success(value)) }
+    @inlinable @discardableResult public func trySetResult(_ value: Value) -> Bool { future._trySet(.success(value)) }
 
     /// Collapses: the future takes on `future`'s outcome. A cycle (a future
     /// set to itself, directly or through others) makes every future in it
     /// immortal. `false` if already set.
-    @discardableResult public func trySetResult(_ future: Future<Value>) -> Bool { self.future._trySetFuture(future) }
+    @inlinable @discardableResult public func trySetResult(_ future: Future<Value>) -> Bool { self.future._trySetFuture(future) }
 
     /// Fails with `error`. `false` if already set.
-    @discardableResult public func trySetFailure(_ error: any Error) -> Bool { future._trySet(.failure(error)) }
+    @inlinable @discardableResult public func trySetFailure(_ error: any Error) -> Bool { future._trySet(.failure(error)) }
 
     /// Fails with `CancellationError`. `false` if already set.
     @discardableResult public func trySetFailedWithCancel() -> Bool { future._trySet(.failure(CancellationError())) }
@@ -47,7 +47,7 @@ public final class FutureSource<Value: Sendable>: Sendable {
     @discardableResult public func trySetFailedWithTimeout() -> Bool { future._trySet(.failure(TimeoutError())) }
 
     /// Completes with `result`. `false` if already set.
-    @discardableResult public func trySet(_ result: Result<Value, any Error>) -> Bool { future._trySet(result) }
+    @inlinable @discardableResult public func trySet(_ result: Result<Value, any Error>) -> Bool { future._trySet(result) }
 
     /// Succeeds with `value`. Precondition: not yet set.
     public func forceSetResult(_ value: Value) {

@@ -10,7 +10,9 @@
 // Whoever wins the node's CAS out of LIVE (run, discard or remove) owns the
 // node's Swift fields from then on; before that only the registering thread
 // wrote them, and the C release-CAS that published the node orders those
-// writes. That is why the subclasses' `var`s need no lock.
+// writes. That is why the subclasses' `var`s need no lock, and why their
+// dynamic exclusivity checks are turned off (`@exclusivity(unchecked)`): the
+// C core's CAS already makes every access exclusive.
 import CCollapsingFutures
 import Dispatch
 
@@ -20,10 +22,13 @@ class _Node: @unchecked Sendable {
     private final var _c = cf_node()
     /// Where to run: `_queue` if set; else the main queue when registered on
     /// the main thread and settled elsewhere; else inline.
+    @exclusivity(unchecked)
     final var _queue: DispatchQueue?
+    @exclusivity(unchecked)
     final var _mainSticky = false
     /// The unless-link registered on the `unless:` token, removed when this
     /// node settles so nothing accumulates on a long-lived `unless` token.
+    @exclusivity(unchecked)
     final var _companion: CancelRegistration?
 
     @inline(__always)
@@ -31,17 +36,17 @@ class _Node: @unchecked Sendable {
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_node.self)
     }
 
-    init() {
+    @usableFromInline init() {
         // The list's reference is taken in `_register`; ctx is this object.
         cf_node_init(_ptr, _cfNodeCallback, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// Claimed by a cancel: run the handler (already on the right thread).
-    func _run() {}
+    @usableFromInline func _run() {}
     /// Claimed by an immortalize: drop the handler unrun.
-    func _discard() {}
+    @usableFromInline func _discard() {}
     /// Claimed by `remove()`; `byUnless` when the `unless:` token fired.
-    func _removed(byUnless: Bool) {}
+    @usableFromInline func _removed(byUnless: Bool) {}
 
     @inline(__always)
     final func _settleCompanion() {
@@ -84,7 +89,7 @@ let _cfNodeCallback: cf_node_fn = { ctx, event in
 
 /// The object a token's state word lives in: `_TokenStorage` for sources,
 /// `Future` for completion tokens. Its first stored property is a `cf_token`.
-@inline(__always)
+@inlinable @inline(__always)
 func _tokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
     _getUnsafePointerToStoredProperties(owner).assumingMemoryBound(to: cf_token.self)
 }
@@ -127,12 +132,13 @@ final class _TokenStorage: @unchecked Sendable {
     func settle(_ terminal: UInt) -> Bool { cf_token_settle(ptr, terminal) != 0 }
 }
 
-let _wCancelled = UInt(CF_W_CANCELLED)
-let _wImmortal = UInt(CF_W_IMMORTAL)
-let _wTerminal = UInt(CF_W_TERMINAL)
+@inlinable var _wCancelled: UInt { UInt(CF_W_CANCELLED) }
+@inlinable var _wImmortal: UInt { UInt(CF_W_IMMORTAL) }
+@inlinable var _wTerminal: UInt { UInt(CF_W_TERMINAL) }
 
 /// A node that runs a closure.
 final class _HandlerNode: _Node, @unchecked Sendable {
+    @exclusivity(unchecked)
     var handler: (@Sendable () -> Void)?
 
     init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
@@ -153,6 +159,7 @@ final class _HandlerNode: _Node, @unchecked Sendable {
 /// With `removeOnDiscard` it also removes `target` when the `unless` token
 /// becomes immortal (used by linked sources, whose leaf must not outlive them).
 final class _UnlessNode: _Node, @unchecked Sendable {
+    @exclusivity(unchecked)
     var target: CancelRegistration?
     let removeOnDiscard: Bool
 
