@@ -7,19 +7,19 @@ import CCollapsingFutures
 /// time, any number of times.
 public struct CancelRegistration: Sendable {
     /// The object holding the token's state word (keeps it alive for `remove`).
-    nonisolated(unsafe) let _owner: AnyObject?
-    let _node: _Node?
+    @usableFromInline nonisolated(unsafe) let _owner: AnyObject?
+    @usableFromInline let _node: _Node?
     /// For registrations that never linked a node: whether the handler will
     /// never run (immortal token, or `unless` already cancelled) or already ran.
-    let _neverRuns: Bool
+    @usableFromInline let _neverRuns: Bool
 
-    init(owner: AnyObject, node: _Node) {
+    @inlinable init(owner: AnyObject, node: _Node) {
         _owner = owner
         _node = node
         _neverRuns = false
     }
 
-    init(neverRuns: Bool) {
+    @inlinable init(neverRuns: Bool) {
         _owner = nil
         _node = nil
         _neverRuns = neverRuns

@@ -71,20 +71,39 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     /// Threading: see the type's documentation.
     /// Cost: two allocations (the closure context and one node) on a
     /// still-cancellable token; none of ours on a settled one.
-    @discardableResult
+    @inlinable @discardableResult
     public func whenCancelled(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                               _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {
         guard let owner = _owner else { return CancelRegistration(neverRuns: true) }
-        let w = cf_token_load(_tokenPtr(owner))
-        if w & _wImmortal != 0 { return CancelRegistration(neverRuns: true) }
-        if unless._owner === owner || unless.isCancelled { return CancelRegistration(neverRuns: true) }
-        if w & _wCancelled != 0 {
-            if let queue { queue.async(execute: handler) } else { handler() }
-            return CancelRegistration(neverRuns: false)
-        }
         let node = _HandlerNode(handler)
+        let status = _addHandler(owner, node, queue, unless)
+        // Built here, inlined into the caller, so a discarded registration
+        // costs no reference counting.
+        return status == Int32(CF_REG_ADDED) ? CancelRegistration(owner: owner, node: node)
+                                             : CancelRegistration(neverRuns: status != Int32(CF_REG_CANCELLED))
+    }
+
+    /// Runs, drops or registers `node`; returns CF_REG_ADDED, CF_REG_CANCELLED
+    /// (it ran) or CF_REG_IMMORTAL (it will never run).
+    @usableFromInline
+    func _addHandler(_ owner: AnyObject, _ node: _HandlerNode, _ queue: DispatchQueue?, _ unless: CancelToken) -> Int32 {
+        let w = cf_token_load(_tokenPtr(owner))
+        if w & _wImmortal != 0 || unless._owner === owner || unless.isCancelled {
+            node.handler = nil
+            return Int32(CF_REG_IMMORTAL)
+        }
         node._setThreading(queue)
-        return _add(node, unless: unless)
+        if w & _wCancelled != 0 {
+            if cf_node_claim(node._ptr, UInt(CF_N_CLAIMED)) != 0 { node._dispatchRun() }
+            return Int32(CF_REG_CANCELLED)
+        }
+        if unless._owner == nil {
+            // The common case, without the unless link.
+            return _register(owner, node)
+        }
+        let r = _add(node, unless: unless)
+        if r._node != nil { return Int32(CF_REG_ADDED) }
+        return r._neverRuns ? Int32(CF_REG_IMMORTAL) : Int32(CF_REG_CANCELLED)
     }
 
     /// Registers `node` with the optional `unless` link. If the token settled

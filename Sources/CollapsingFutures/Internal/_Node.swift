@@ -38,7 +38,17 @@ class _Node: @unchecked Sendable {
 
     @usableFromInline init() {
         // The list's reference is taken in `_register`; ctx is this object.
-        cf_node_init(_ptr, _cfNodeCallback, Unmanaged.passUnretained(self).toOpaque())
+        // The callback takes back that reference and performs the event.
+        cf_node_init(_ptr, { ctx, event in
+            let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
+            if event == Int32(CF_EV_RUN.rawValue) {
+                node._settleCompanion()
+                node._dispatchRun()
+            } else if event == Int32(CF_EV_DISCARD.rawValue) {
+                node._settleCompanion()
+                node._discard()
+            }
+        }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// Claimed by a cancel: run the handler (already on the right thread).
@@ -71,19 +81,6 @@ class _Node: @unchecked Sendable {
     @inline(__always)
     final func _setThreading(_ queue: DispatchQueue?) {
         if let queue { _queue = queue } else if cf_is_main_thread() != 0 { _mainSticky = true }
-    }
-}
-
-/// The single C callback for every Swift node: takes back the list's
-/// reference and performs the event.
-let _cfNodeCallback: cf_node_fn = { ctx, event in
-    let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
-    if event == Int32(CF_EV_RUN.rawValue) {
-        node._settleCompanion()
-        node._dispatchRun()
-    } else if event == Int32(CF_EV_DISCARD.rawValue) {
-        node._settleCompanion()
-        node._discard()
     }
 }
 
@@ -137,19 +134,23 @@ final class _TokenStorage: @unchecked Sendable {
 @inlinable var _wTerminal: UInt { UInt(CF_W_TERMINAL) }
 
 /// A node that runs a closure.
+@usableFromInline
 final class _HandlerNode: _Node, @unchecked Sendable {
-    @exclusivity(unchecked)
+    @exclusivity(unchecked) @usableFromInline
     var handler: (@Sendable () -> Void)?
 
-    init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
+    @inlinable init(_ handler: @escaping @Sendable () -> Void) {
+        self.handler = handler
+        super.init()
+    }
 
-    override func _run() {
+    @usableFromInline override func _run() {
         let h = handler
         handler = nil
         h?()
     }
-    override func _discard() { handler = nil }
-    override func _removed(byUnless: Bool) {
+    @usableFromInline override func _discard() { handler = nil }
+    @usableFromInline override func _removed(byUnless: Bool) {
         handler = nil
         if !byUnless { _settleCompanion() } else { _companion = nil }
     }
