@@ -31,3 +31,31 @@ bench-quick: deps
 
 clean:
 	rm -rf .build .build-*
+
+# ---- fuzzing and stress (issue: fuzz harness) ------------------------------
+FUZZ_FLAGS = -c release --product fuzz --scratch-path .build-fuzz \
+	-Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld \
+	-Xswiftc -DLIBFUZZER -Xcc -fsanitize=fuzzer-no-link,address
+
+.PHONY: fuzz fuzz-build fuzz-merge stress
+fuzz-build: deps
+	$(SWIFT) build $(FUZZ_FLAGS)
+
+# Runs libFuzzer for FUZZ_SECONDS (default 60) from Tests/Fuzz/corpus; new
+# inputs go to .build-fuzz/corpus, crashes to .build-fuzz/.
+fuzz: fuzz-build
+	mkdir -p .build-fuzz/corpus
+	SWIFT_BACKTRACE=enable=no .build-fuzz/release/fuzz .build-fuzz/corpus Tests/Fuzz/corpus \
+	  -max_total_time=$(FUZZ_SECONDS) -max_len=512 -print_final_stats=1 -artifact_prefix=.build-fuzz/
+
+# Minimises everything found into the committed replay corpus.
+fuzz-merge: fuzz-build
+	rm -rf .build-fuzz/merged && mkdir -p .build-fuzz/merged
+	SWIFT_BACKTRACE=enable=no .build-fuzz/release/fuzz -merge=1 .build-fuzz/merged \
+	  Tests/FuzzReplayTests/corpus Tests/Fuzz/corpus .build-fuzz/corpus
+	rm -f Tests/FuzzReplayTests/corpus/* && cp .build-fuzz/merged/* Tests/FuzzReplayTests/corpus/
+
+# Random programs on all cores under ThreadSanitizer for STRESS_SECONDS.
+STRESS_SECONDS ?= 300
+stress: deps
+	CF_STRESS_SECONDS=$(STRESS_SECONDS) $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Stress

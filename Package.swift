@@ -37,6 +37,10 @@ let package = Package(
             path: "Sources/MutexLockedFutures",
             swiftSettings: [.define("MUTEX_LOCK")]
         ),
+        // The fuzz harness: the operation-program interpreter and its checks
+        // (FuzzKit), the libFuzzer driver (`fuzz`, built by `make fuzz`).
+        .target(name: "FuzzKit", dependencies: ["CollapsingFutures"], path: "Sources/FuzzKit"),
+        .executableTarget(name: "fuzz", dependencies: ["FuzzKit"], path: "Tests/Fuzz/Driver"),
         // `swift run -c release benchmarks`: the driver, the scenario bodies
         // (one source compiled per implementation) and C support (the malloc
         // interposer and the C floor).
@@ -76,6 +80,13 @@ let package = Package(
             dependencies: ["MutexLockedFutures"],
             path: "Tests/MutexBehaviourTests",
             swiftSettings: [.define("MUTEX_LOCKED")]
+        ),
+        // Replays every committed fuzz corpus file through the interpreter.
+        .testTarget(
+            name: "FuzzReplayTests",
+            dependencies: ["FuzzKit"],
+            path: "Tests/FuzzReplayTests",
+            resources: [.copy("corpus")]
         ),
         // Properties of the lock-free core only (list memory under churn).
         .testTarget(

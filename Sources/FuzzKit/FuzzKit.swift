@@ -1,0 +1,282 @@
+// The operation-program interpreter behind the fuzz harness, the corpus
+// replay test and the stress test.
+//
+// Fuzz bytes decode into a program over a small pool of token sources,
+// future sources and registrations. A sequential set-up phase creates the
+// pools; the body then runs on 1 to 3 threads. Afterwards every observation
+// is checked against the rules of the API (the reference model below), then
+// everything is dropped and every captured object must have been freed.
+import CollapsingFutures
+import Foundation
+import Synchronization
+
+/// A violated invariant, with the program that produced it.
+public struct FuzzFailure: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+/// Counts deinits of objects captured by handlers.
+final class Deinits: Sendable {
+    let created = Atomic<Int>(0)
+    let freed = Atomic<Int>(0)
+}
+
+final class Captured: Sendable {
+    let d: Deinits
+    init(_ d: Deinits) { self.d = d; d.created.add(1, ordering: .relaxed) }
+    deinit { d.freed.add(1, ordering: .relaxed) }
+}
+
+/// What one handler saw. Written by the handler and the registering thread,
+/// read after all threads joined.
+final class HandlerRecord: @unchecked Sendable {
+    let token: Int           // index of the token it is registered on
+    let unless: Int?         // index of its unless token
+    let thread: Int
+    let async: Bool          // registered with `on:` (runs later, on a queue)
+    let registeredAt: Int    // global step when registered
+    let runs = Atomic<Int>(0)
+    let runStep = Atomic<Int>(-1)
+    var registration: CancelRegistration?
+    var removedOK = false    // a remove() returned true before it could run
+    var removeSaidRan = false
+    init(token: Int, unless: Int?, thread: Int, async: Bool, registeredAt: Int) {
+        self.token = token; self.unless = unless; self.thread = thread; self.async = async
+        self.registeredAt = registeredAt
+    }
+}
+
+/// A shareable atomic integer.
+final class Cell: Sendable {
+    let v: Atomic<Int>
+    init(_ x: Int) { v = Atomic(x) }
+    func load() -> Int { v.load(ordering: .relaxed) }
+    func store(_ x: Int) { v.store(x, ordering: .relaxed) }
+    func add() { v.add(1, ordering: .relaxed) }
+}
+
+/// A `then` continuation: out = src + 1.
+struct ThenRecord { let src: Int; let out: Future<Int>; let ran: Cell }
+
+/// Interprets one program. Throws `FuzzFailure` on a violated invariant.
+public func runProgram(_ data: [UInt8]) throws {
+    let d = Deinits()
+    let queue = DispatchQueue(label: "fuzz.on")
+    // Off the main thread: handlers registered on the main thread would hop
+    // to the main queue (by contract), which nobody drains here.
+    final class Outcome: @unchecked Sendable { var error: (any Error)? }
+    let outcome = Outcome()
+    let done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        do { try runScoped(data, d, queue) } catch { outcome.error = error }
+        done.signal()
+    }
+    done.wait()
+    if let e = outcome.error { throw e }
+    // Everything the program made is gone now: every captured object must be freed.
+    queue.sync {}
+    let created = d.created.load(ordering: .relaxed), freed = d.freed.load(ordering: .relaxed)
+    if created != freed {
+        throw FuzzFailure(message: "\(created - freed) of \(created) captured objects leaked [program=\(data)]")
+    }
+}
+
+private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) throws {
+    var bytes = data[...]
+    func next() -> Int? { bytes.popFirst().map(Int.init) }
+    let threads = 1 + (next() ?? 0) % 3
+    let step = Atomic<Int>(0)
+    let seq = Atomic<Int>(0)   // order in which handlers ran
+
+    // ---- set-up: pools --------------------------------------------------
+    let nTokens = 2 + (next() ?? 0) % 5
+    final class SourceBox: @unchecked Sendable { var source: CancelTokenSource? }
+    var boxes: [SourceBox] = []
+    var tokens: [CancelToken] = []
+    var cancelStep: [Cell] = []
+    var sentinels: [HandlerRecord] = []
+    for i in 0..<nTokens {
+        let kind = (next() ?? 0) % 8
+        let box = SourceBox()
+        if kind == 0, i > 0 {
+            box.source = CancelTokenSource(until: tokens[(next() ?? 0) % i])
+        } else if kind == 1, i > 1 {
+            // any/all of two earlier tokens: no source; lives as long as its inputs allow.
+            let a = tokens[(next() ?? 0) % i], b = tokens[(next() ?? 0) % i]
+            tokens.append((next() ?? 0) % 2 == 0 ? .any(a, b) : .all(a, b))
+            boxes.append(box)
+            cancelStep.append(Cell(-1))
+            sentinels.append(HandlerRecord(token: i, unless: nil, thread: -1, async: false, registeredAt: 0))
+            continue
+        } else {
+            box.source = CancelTokenSource()
+        }
+        boxes.append(box)
+        tokens.append(box.source!.token)
+        cancelStep.append(Cell(-1))
+        sentinels.append(HandlerRecord(token: i, unless: nil, thread: -1, async: false, registeredAt: 0))
+    }
+    // A sentinel per token records the step at which it was cancelled.
+    for i in 0..<nTokens {
+        let s = sentinels[i], cs = cancelStep[i]
+        tokens[i].whenCancelled {
+            let now = step.load(ordering: .relaxed)
+            cs.store(now)
+            s.runs.add(1, ordering: .relaxed)
+        }
+    }
+    let nFutures = 1 + (next() ?? 0) % 4
+    final class FutureBox: @unchecked Sendable { var source: FutureSource<Int>? }
+    let fboxes = (0..<nFutures).map { _ in FutureBox() }
+    for b in fboxes { b.source = FutureSource<Int>() }
+    let futures = fboxes.map { $0.source!.future }
+
+    // ---- the body, split across threads --------------------------------
+    var programs = Array(repeating: [UInt8](), count: threads)
+    var t = 0
+    while let op = next() {
+        let arg1 = next() ?? 0, arg2 = next() ?? 0
+        programs[t].append(contentsOf: [UInt8(op), UInt8(arg1), UInt8(arg2)])
+        t = (t + 1) % threads
+    }
+    let handlerLog = Mutex<[HandlerRecord]>([])
+    let thenLog = Mutex<[ThenRecord]>([])
+    let flattenLog = Mutex<[(Int, Int, Bool)]>([])
+
+    let tokensC = tokens, boxesC = boxes
+    func body(_ me: Int) {
+        var mine: [HandlerRecord] = []
+        let p = programs[me]
+        var k = 0
+        while k + 2 < p.count {
+            let op = Int(p[k]) % 12, a = Int(p[k + 1]), b = Int(p[k + 2])
+            k += 3
+            let now = step.add(1, ordering: .relaxed).newValue
+            let ti = a % nTokens, ui = b % nTokens
+            switch op {
+            case 0, 1, 2:   // register plain / unless / on:
+                let unless: Int? = op == 1 ? ui : nil
+                let rec = HandlerRecord(token: ti, unless: unless, thread: me, async: op == 2, registeredAt: now)
+                let cap = Captured(d)
+                let h: @Sendable () -> Void = {
+                    _ = cap
+                    rec.runs.add(1, ordering: .relaxed)
+                    rec.runStep.store(seq.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+                }
+                rec.registration = tokensC[ti].whenCancelled(on: op == 2 ? queue : nil,
+                                                               unless: unless.map { tokensC[$0] } ?? .immortal, h)
+                mine.append(rec)
+            case 3, 4:      // remove one of mine
+                guard !mine.isEmpty else { continue }
+                let rec = mine[a % mine.count]
+                if rec.registration!.remove() { rec.removedOK = true } else { rec.removeSaidRan = true }
+            case 5:         // cancel (owner thread only holds the source)
+                if ti % threads == me { boxesC[ti].source?.cancel() }
+            case 6:         // drop a source: its token becomes immortal
+                if ti % threads == me { boxesC[ti].source = nil }
+            case 7:         // set a future's result
+                let fi = a % nFutures
+                if fi % threads == me { fboxes[fi].source?.trySetResult(b) }
+            case 8:         // set a future to another (collapse, cycles)
+                let fi = a % nFutures, fj = b % nFutures
+                if fi % threads == me, let s = fboxes[fi].source {
+                    let won = s.trySetResult(futures[fj])
+                    flattenLog.withLock { $0.append((fi, fj, won)) }
+                }
+            case 9:         // then
+                let fi = a % nFutures
+                let ran = Cell(0)
+                let cap = Captured(d)
+                let out = futures[fi].then { (x: Int) -> Int in _ = cap; ran.add(); return x + 1 }
+                thenLog.withLock { $0.append(ThenRecord(src: fi, out: out, ran: ran)) }
+            case 10:        // drop a future source: unset -> immortal
+                let fi = a % nFutures
+                if fi % threads == me { fboxes[fi].source = nil }
+            default:        // tryCancel
+                if ti % threads == me { _ = boxesC[ti].source?.tryCancel() }
+            }
+        }
+        handlerLog.withLock { $0.append(contentsOf: mine) }
+    }
+    if threads == 1 {
+        body(0)
+    } else {
+        let group = DispatchGroup(), start = DispatchSemaphore(value: 0)
+        final class Body: @unchecked Sendable { let f: (Int) -> Void; init(_ f: @escaping (Int) -> Void) { self.f = f } }
+        let b = Body(body)
+        for i in 0..<threads {
+            group.enter()
+            Thread.detachNewThread { start.wait(); b.f(i); group.leave() }
+        }
+        for _ in 0..<threads { start.signal() }
+        group.wait()
+    }
+    queue.sync {}   // `on:` handlers already dispatched have run
+
+    // ---- checks ------------------------------------------------------------
+    func fail(_ m: String) -> FuzzFailure { FuzzFailure(message: "\(m) [threads=\(threads) program=\(data)]") }
+    let records = handlerLog.withLock { $0 }
+    var lastRunByToken: [Int: (Int, Int)] = [:]   // token -> (registeredAt, run order)
+    for r in records.sorted(by: { $0.registeredAt < $1.registeredAt }) {
+        let runs = r.runs.load(ordering: .relaxed)
+        let state = tokens[r.token].state
+        if runs > 1 { throw fail("handler ran \(runs) times") }
+        if runs == 1 && state != .cancelled { throw fail("handler ran but its token is \(state)") }
+        if runs == 1 && r.removedOK { throw fail("handler ran after a successful remove") }
+        if r.removeSaidRan && runs == 0 && !r.async { throw fail("remove() said the handler ran, but it did not") }
+        if state == .immortal && runs != 0 { throw fail("immortal token ran a handler") }
+        if threads == 1 && !r.async {
+            let tc = cancelStep[r.token].load()
+            let uc = r.unless.map { cancelStep[$0].load() } ?? -1
+            let unlessFirst = uc >= 0 && (tc < 0 || uc < tc || uc < r.registeredAt)
+            let sameStep = uc >= 0 && uc == tc
+            let unlessIsSelf = r.unless == r.token
+            if state == .cancelled && !r.removedOK && !unlessFirst && !sameStep && !unlessIsSelf && runs == 0 {
+                throw fail("handler on a cancelled token neither ran nor was removed")
+            }
+            if runs == 1 && unlessFirst && !sameStep { throw fail("handler ran although its unless token was cancelled first") }
+            if runs == 1 && unlessIsSelf { throw fail("handler with its own token as unless ran") }
+            // FIFO per token on a single thread: run order follows registration order.
+            if runs == 1 {
+                let order = r.runStep.load(ordering: .relaxed)
+                if let (_, prev) = lastRunByToken[r.token], order < prev { throw fail("FIFO order violated") }
+                lastRunByToken[r.token] = (r.registeredAt, order)
+            }
+        }
+    }
+    for (i, s) in sentinels.enumerated() {
+        let runs = s.runs.load(ordering: .relaxed)
+        if runs > 1 || (runs == 1) != (tokens[i].state == .cancelled) {
+            throw fail("sentinel of token \(i) ran \(runs) times, token is \(tokens[i].state)")
+        }
+    }
+    for r in thenLog.withLock({ $0 }) {
+        let src = futures[r.src], ran = r.ran.load()
+        if ran > 1 { throw fail("continuation ran \(ran) times") }
+        switch src.state {
+        case .succeeded:
+            if r.out.result.flatMap({ try? $0.get() }) != src.forceGetResult() + 1 || ran != 1 {
+                throw fail("then output \(r.out) does not follow \(src)")
+            }
+        case .failed: if !r.out.hasFailed { throw fail("then output \(r.out) does not follow \(src)") }
+        case .immortal: if r.out.state != .immortal { throw fail("then output \(r.out) of an immortal future") }
+        case .pending, .flattening:
+            if !r.out.isIncomplete || ran != 0 { throw fail("then output \(r.out) of an incomplete future") }
+        }
+    }
+    for (fi, fj, won) in flattenLog.withLock({ $0 }) where won {
+        let a = futures[fi], b = futures[fj]
+        switch (a.state, b.state) {
+        case (.succeeded, .succeeded): if a.forceGetResult() != b.forceGetResult() { throw fail("collapsed value differs") }
+        case (.immortal, .immortal), (.failed, .failed), (.flattening, .pending), (.flattening, .flattening): break
+        default: throw fail("future set to another is \(a.state) while its target is \(b.state)")
+        }
+        if fi == fj && a.state != .immortal { throw fail("future set to itself is \(a.state)") }
+    }
+
+    // Dropping the pools (this function's locals) must free every capture.
+    for b in boxes { b.source = nil }
+    for b in fboxes { b.source = nil }
+}
+
