@@ -81,6 +81,12 @@ let package = Package(
             path: "Tests/MutexBehaviourTests",
             swiftSettings: [.define("MUTEX_LOCKED")]
         ),
+        // Swift concurrency and lifetimes (lock-free module only).
+        .testTarget(
+            name: "ConcurrencyTests",
+            dependencies: ["CollapsingFutures"],
+            path: "Tests/ConcurrencyTests"
+        ),
         // Replays every committed fuzz corpus file through the interpreter.
         .testTarget(
             name: "FuzzReplayTests",

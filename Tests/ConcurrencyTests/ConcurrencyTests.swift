@@ -1,0 +1,330 @@
+@_spi(Testing) import CollapsingFutures
+import Foundation
+import Synchronization
+import Testing
+
+final class Count: Sendable {
+    private let n = Atomic<Int>(0)
+    func increment() { n.add(1, ordering: .sequentiallyConsistent) }
+    var value: Int { n.load(ordering: .sequentiallyConsistent) }
+}
+
+final class Tracked: Sendable {
+    let deinits: Count
+    init(_ d: Count) { deinits = d }
+    deinit { deinits.increment() }
+}
+
+struct Boom: Error, Equatable {}
+
+/// Polls (bounded) until `condition` holds, yielding to other tasks.
+func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
+    for _ in 0..<2000 {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 1_000_000)
+    }
+    return condition()
+}
+
+@Suite struct FutureGet {
+    @Test func getReturnsTheValueOnceSet() async throws {
+        let s = FutureSource<Int>()
+        Task { try? await Task.sleep(nanoseconds: 1_000_000); s.trySetResult(7) }
+        #expect(try await s.future.get() == 7)
+    }
+
+    @Test func getThrowsTheFailure() async {
+        await #expect(throws: Boom.self) { try await Future<Int>.failed(Boom()).get() }
+    }
+
+    @Test func getOnImmortalThrowsAtOnce() async {
+        await #expect(throws: FutureError.immortal) { try await Future<Int>.immortal.get() }
+    }
+
+    @Test func getThrowsWhenTheFutureBecomesImmortalWhileWaiting() async {
+        var s: FutureSource<Int>? = FutureSource<Int>()
+        let f = s!.future
+        let waiter = Task { try await f.get() }
+        try? await Task.sleep(nanoseconds: 5_000_000)
+        s = nil
+        _ = s
+        await #expect(throws: FutureError.immortal) { try await waiter.value }
+    }
+
+    @Test func cancellingTheAwaitingTaskThrowsAndLeavesTheFutureUntouched() async throws {
+        let s = FutureSource<Int>()
+        let waiter = Task { try await s.future.get() }
+        try await Task.sleep(nanoseconds: 5_000_000)
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        #expect(s.future.state == .pending)
+        #expect(s.future.completionToken._linkedNodeCount <= 1)
+        s.trySetResult(1)
+        #expect(try await s.future.get() == 1)
+    }
+}
+
+@Suite struct FutureFromAsync {
+    @Test func asyncClosureResultCompletesTheFuture() async throws {
+        let f = Future<Int> { 41 + 1 }
+        #expect(try await f.get() == 42)
+        let g = Future<Int> { throw Boom() }
+        await #expect(throws: Boom.self) { try await g.get() }
+    }
+
+    @Test func untilTokenCancelsTheTaskAndFailsWithCancel() async {
+        let c = CancelTokenSource()
+        let sawCancel = Count()
+        let f = Future<Int>(until: c.token) {
+            while !Task.isCancelled { try? await Task.sleep(nanoseconds: 1_000_000) }
+            sawCancel.increment()
+            return 0
+        }
+        c.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(await eventually { sawCancel.value == 1 })
+    }
+
+    @Test func untilRegistrationIsRemovedWhenTheFutureCompletes() async throws {
+        let long = CancelTokenSource()
+        for _ in 0..<50 { _ = try await Future<Int>(until: long.token) { 1 }.get() }
+        #expect(long.token._linkedNodeCount <= 32)
+    }
+}
+
+@Suite struct TokenCancelledAsync {
+    @Test func returnsTrueOnceCancelled() async {
+        let s = CancelTokenSource()
+        Task { try? await Task.sleep(nanoseconds: 1_000_000); s.cancel() }
+        #expect(await s.token.cancelled())
+        #expect(await CancelToken.cancelled.cancelled())
+    }
+
+    @Test func returnsFalseForImmortal() async {
+        #expect(await CancelToken.immortal.cancelled() == false)
+        var s: CancelTokenSource? = CancelTokenSource()
+        let t = s!.token
+        let waiter = Task { await t.cancelled() }
+        try? await Task.sleep(nanoseconds: 5_000_000)
+        s = nil
+        _ = s
+        #expect(await waiter.value == false)
+    }
+
+    @Test func returnsFalseWhenTheTaskIsCancelledAndRemovesItsHandler() async {
+        let s = CancelTokenSource()
+        let waiter = Task { await s.token.cancelled() }
+        try? await Task.sleep(nanoseconds: 5_000_000)
+        waiter.cancel()
+        #expect(await waiter.value == false)
+        #expect(s.token.canStillBeCancelled)
+    }
+}
+
+@Suite struct WithCancelToken {
+    @Test func tokenIsCancelledWhenTheTaskIs() async {
+        let started = Count(), ran = Count()
+        let task = Task {
+            await withCancelToken { token in
+                token.whenCancelled { ran.increment() }
+                started.increment()
+                while !Task.isCancelled { try? await Task.sleep(nanoseconds: 1_000_000) }
+                return token.isCancelled
+            }
+        }
+        #expect(await eventually { started.value == 1 })
+        task.cancel()
+        #expect(await task.value == true)
+        #expect(ran.value == 1)
+    }
+
+    @Test func nothingStaysRegisteredAfterReturn() async {
+        let deinits = Count()
+        let token = await withCancelToken { token -> CancelToken in
+            let obj = Tracked(deinits)
+            token.whenCancelled { _ = obj }
+            return token
+        }
+        #expect(deinits.value == 1)
+        #expect(token.state == .immortal)
+    }
+}
+
+@Suite struct TaskUntil {
+    @Test func taskIsCancelledWhenTheTokenIs() async {
+        let s = CancelTokenSource()
+        let task = Task(until: s.token) { () async throws -> Bool in
+            while !Task.isCancelled { try? await Task.sleep(nanoseconds: 1_000_000) }
+            return true
+        }
+        s.cancel()
+        #expect(try! await task.value)
+    }
+
+    @Test func registrationIsRemovedWhenTheTaskEnds() async throws {
+        let long = CancelTokenSource()
+        for i in 0..<100 { _ = try await Task(until: long.token) { i }.value }
+        #expect(long.token._linkedNodeCount <= 32)
+    }
+
+    @Test func immortalTokenRetainsNothing() async throws {
+        let deinits = Count()
+        var s: CancelTokenSource? = CancelTokenSource()
+        let gate = CancelTokenSource()
+        let task: Task<Void, any Error>
+        do {
+            let obj = Tracked(deinits)
+            task = Task(until: s!.token) { _ = await gate.token.cancelled(); _ = obj }
+        }
+        s = nil
+        _ = s
+        gate.cancel()
+        try await task.value
+        #expect(await eventually { deinits.value == 1 })
+    }
+}
+
+@Suite struct AsyncSequenceUntil {
+    @Test func iterationEndsWhenTheTokenIsCancelledAndTheProducerTerminates() async {
+        let terminated = Count()
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        continuation.onTermination = { _ in terminated.increment() }
+        let s = CancelTokenSource()
+        let received = Count()
+        let consumer = Task {
+            for await _ in stream.until(s.token) { received.increment() }
+        }
+        continuation.yield(1)
+        #expect(await eventually { received.value == 1 })
+        s.cancel()
+        await consumer.value
+        #expect(await eventually { terminated.value == 1 })
+    }
+
+    @Test func alreadyCancelledTokenYieldsNothing() async {
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        continuation.yield(1)
+        var n = 0
+        for await _ in stream.until(.cancelled) { n += 1 }
+        #expect(n == 0)
+    }
+
+    @Test func iterationEndingEarlyLeavesNothingRegistered() async {
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        for i in 0..<10 { continuation.yield(i) }
+        let s = CancelTokenSource()
+        var n = 0
+        for await x in stream.until(s.token) {
+            n += 1
+            if x == 4 { break }
+        }
+        #expect(n == 5)
+        #expect(s.token._linkedNodeCount <= 32)
+        #expect(s.token.canStillBeCancelled)
+    }
+}
+
+@Suite struct WeakHandlers {
+    final class Target: Sendable { let hits = Count() }
+
+    @Test func weakTokenHandlerRunsWhileTheObjectLives() {
+        let s = CancelTokenSource(), t = Target()
+        s.token.whenCancelled(weak: t) { $0.hits.increment() }
+        s.cancel()
+        #expect(t.hits.value == 1)
+    }
+
+    @Test func weakTokenHandlerIsSkippedOnceTheObjectIsGoneAndNeverKeepsIt() {
+        let s = CancelTokenSource()
+        let ran = Count()
+        weak var w: Target?
+        do {
+            let t = Target()
+            w = t
+            s.token.whenCancelled(weak: t) { _ in ran.increment() }
+        }
+        #expect(w == nil)
+        s.cancel()
+        #expect(ran.value == 0)
+    }
+
+    @Test func weakThenDoSkipsAGoneObject() {
+        let s = FutureSource<Int>()
+        let alive = Target()
+        s.future.thenDo(weak: alive) { o, v in if v == 3 { o.hits.increment() } }
+        let ran = Count()
+        do {
+            let t = Target()
+            s.future.thenDo(weak: t) { _, _ in ran.increment() }
+        }
+        s.trySetResult(3)
+        #expect(alive.hits.value == 1)
+        #expect(ran.value == 0)
+    }
+}
+
+// The controller/Task/AsyncStream leak in plain Swift concurrency, and the
+// same controller bound to a lifetime with CollapsingFutures.
+
+/// Plain Swift: keeps a long-running Task in a property and cancels it in
+/// deinit. The Task captures `self`, so deinit never runs.
+final class PlainController: @unchecked Sendable {
+    let deinits: Count
+    let received = Count()
+    var task: Task<Void, Never>?
+    init(events: AsyncStream<Int>, deinits: Count) {
+        self.deinits = deinits
+        task = Task { for await e in events { self.handle(e) } }
+    }
+    func handle(_ e: Int) { received.increment() }
+    deinit { task?.cancel(); deinits.increment() }
+}
+
+/// CollapsingFutures: the controller owns a source that cancels on deinit;
+/// the task is bound to its token and the stream ends with it.
+final class Controller: Sendable {
+    let deinits: Count
+    let lifetime = CancelTokenSource(cancelOnDeinit: true)
+    let received = Count()
+    init(events: AsyncStream<Int>, deinits: Count) {
+        self.deinits = deinits
+        let token = lifetime.token
+        Task(until: token) { [weak self] in
+            for await _ in events.until(token) { self?.received.increment() }
+        }
+    }
+    deinit { deinits.increment() }
+}
+
+@Suite struct ControllerLifetime {
+    @Test func plainSwiftControllerWithTaskInPropertyLeaks() async {
+        let deinits = Count(), terminated = Count()
+        let (events, producer) = AsyncStream<Int>.makeStream()
+        producer.onTermination = { _ in terminated.increment() }
+        var c: PlainController? = PlainController(events: events, deinits: deinits)
+        let received = c!.received
+        producer.yield(1)
+        #expect(await eventually { received.value == 1 })
+        c = nil
+        _ = c
+        try? await Task.sleep(nanoseconds: 20_000_000)
+        #expect(deinits.value == 0, "the Task keeps the controller alive")
+        #expect(terminated.value == 0, "and the producer never learns")
+        producer.finish()   // clean up the leak for the rest of the suite
+        #expect(await eventually { deinits.value == 1 })
+    }
+
+    @Test func controllerBoundToATokenDeinitsCancelsItsTaskAndEndsTheProducer() async {
+        let deinits = Count(), terminated = Count()
+        let (events, producer) = AsyncStream<Int>.makeStream()
+        producer.onTermination = { _ in terminated.increment() }
+        var c: Controller? = Controller(events: events, deinits: deinits)
+        let received = c!.received
+        producer.yield(1)
+        #expect(await eventually { received.value == 1 })
+        c = nil
+        _ = c
+        #expect(deinits.value == 1)
+        #expect(await eventually { terminated.value == 1 })
+    }
+}
