@@ -87,6 +87,12 @@ let package = Package(
             dependencies: ["CollapsingFutures"],
             path: "Tests/ConcurrencyTests"
         ),
+        // Constructors and combinators (lock-free module only).
+        .testTarget(
+            name: "CombinatorTests",
+            dependencies: ["CollapsingFutures"],
+            path: "Tests/CombinatorTests"
+        ),
         // Replays every committed fuzz corpus file through the interpreter.
         .testTarget(
             name: "FuzzReplayTests",

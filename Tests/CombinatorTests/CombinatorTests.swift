@@ -1,0 +1,270 @@
+@_spi(Testing) import CollapsingFutures
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+final class Count: Sendable {
+    private let n = Atomic<Int>(0)
+    func increment() { n.add(1, ordering: .sequentiallyConsistent) }
+    var value: Int { n.load(ordering: .sequentiallyConsistent) }
+}
+
+final class Tracked: Sendable {
+    let deinits: Count
+    init(_ d: Count) { deinits = d }
+    deinit { deinits.increment() }
+}
+
+struct Boom: Error, Equatable { var code = 0 }
+
+/// Blocks (bounded) until `f` completes. Time is only a safety bound here.
+func waitFor<T>(_ f: Future<T>) -> Future<T> {
+    for _ in 0..<5000 where f.isIncomplete && f.state != .immortal { usleep(1000) }
+    return f
+}
+
+@Suite struct DispatchAndDelayed {
+    @Test func dispatchRunsTheOperationOnTheQueue() {
+        let q = DispatchQueue(label: "cf.combinators")
+        let key = DispatchSpecificKey<Int>()
+        q.setSpecific(key: key, value: 5)
+        let f = Future<Int?>.dispatch(on: q) { DispatchQueue.getSpecific(key: key) }
+        #expect(waitFor(f).forceGetResult() == 5)
+        #expect(waitFor(Future<Int>.dispatch(on: q) { throw Boom() }).hasFailed)
+    }
+
+    @Test func delayedSucceedsWithTheValue() {
+        #expect(waitFor(Future.delayed(3, by: .milliseconds(5))).forceGetResult() == 3)
+    }
+
+    @Test func delayedCancelledBeforeFiringFailsAndReleasesTheValueAtOnce() {
+        let deinits = Count()
+        let u = CancelTokenSource()
+        let f: Future<Tracked>
+        do { f = Future.delayed(Tracked(deinits), by: .seconds(30), unless: u.token) }
+        #expect(deinits.value == 0)
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(deinits.value == 1)
+    }
+
+    @Test func delayedWithCancelledUnlessFailsAtOnce() {
+        #expect(Future.delayed(1, by: .seconds(30), unless: .cancelled).hasFailedWithCancel)
+    }
+}
+
+@Suite struct Timeouts {
+    @Test func untilStyleFastOperationWinsAndItsTokenLastsUntilUntil() {
+        let until = CancelTokenSource()
+        let opToken = Mutex<CancelToken?>(nil)
+        let f = Future<Int>.withTimeout(.seconds(30), until: until.token) { t in
+            opToken.withLock { $0 = t }
+            return .succeeded(1)
+        }
+        #expect(f.forceGetResult() == 1)
+        let t = opToken.withLock { $0 }!
+        #expect(t.canStillBeCancelled)
+        until.cancel()
+        #expect(t.isCancelled)
+    }
+
+    @Test func untilStyleTimeoutFailsWithTimeoutErrorAndCancelsTheOperationToken() {
+        let opToken = Mutex<CancelToken?>(nil)
+        let never = FutureSource<Int>()
+        let f = Future<Int>.withTimeout(.milliseconds(5), until: .immortal) { t in
+            opToken.withLock { $0 = t }
+            return never.future
+        }
+        #expect(waitFor(f).hasFailedWithTimeout)
+        #expect(opToken.withLock { $0 }!.isCancelled)
+    }
+
+    @Test func unlessStyleUnlessFirstFailsWithCancelAndCancelsTheOperation() {
+        let u = CancelTokenSource()
+        let opToken = Mutex<CancelToken?>(nil)
+        let never = FutureSource<Int>()
+        let f = Future<Int>.withTimeout(.seconds(30), unless: u.token) { t in
+            opToken.withLock { $0 = t }
+            return never.future
+        }
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(opToken.withLock { $0 }!.isCancelled)
+    }
+
+    @Test func unlessStyleTimeoutFailsWithTimeoutError() {
+        let never = FutureSource<Int>()
+        #expect(waitFor(Future<Int>.withTimeout(.milliseconds(5), unless: .immortal) { _ in never.future }).hasFailedWithTimeout)
+    }
+}
+
+@Suite struct All {
+    @Test func emptyIsAnEmptyArray() {
+        #expect(Future<Int>.all([]).forceGetResult() == [])
+        #expect(Future<Int>.allSettled([]).forceGetResult().isEmpty)
+        #expect([Future<Int>]().orderedByCompletion().isEmpty)
+    }
+
+    @Test func allSucceedsWithValuesInInputOrder() {
+        let s = (0..<5).map { _ in FutureSource<Int>() }
+        let f = Future.all(s.map(\.future))
+        for i in [3, 1, 4, 0, 2] { s[i].trySetResult(i * 10) }
+        #expect(f.forceGetResult() == [0, 10, 20, 30, 40])
+    }
+
+    @Test func allFailsFastAndRemovesTheRestOfItsRegistrations() {
+        let s = (0..<3).map { _ in FutureSource<Int>() }
+        let f = Future.all(s.map(\.future))
+        s[1].trySetFailure(Boom(code: 2))
+        #expect(f.forceGetFailure() as? Boom == Boom(code: 2))
+        #expect(s[0].future.completionToken._linkedNodeCount <= 1)
+    }
+
+    @Test func allWithUnlessCancelledFailsWithCancel() {
+        let u = CancelTokenSource()
+        let s = FutureSource<Int>()
+        let f = Future.all([s.future], unless: u.token)
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+    }
+
+    @Test func allOfAnImmortalInputIsImmortal() {
+        var s: FutureSource<Int>? = FutureSource<Int>()
+        let f = Future.all([s!.future, .succeeded(1)])
+        s = nil
+        _ = s
+        #expect(f.state == .immortal)
+    }
+
+    @Test func allOverOneHundredThousandFutures() {
+        let s = (0..<100_000).map { _ in FutureSource<Int>() }
+        let f = Future.all(s.map(\.future))
+        for (i, x) in s.enumerated() { x.trySetResult(i) }
+        #expect(f.forceGetResult().count == 100_000)
+        #expect(f.forceGetResult()[99_999] == 99_999)
+    }
+
+    @Test func allSettledCompletesWithTheSameFuturesEitherWay() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        let f = Future.allSettled([a.future, b.future])
+        a.trySetFailure(Boom())
+        #expect(f.isIncomplete)
+        b.trySetResult(1)
+        let r = f.forceGetResult()
+        #expect(r[0] === a.future && r[1] === b.future)
+    }
+
+    @Test func orderedByCompletionOrdersOutcomes() {
+        let s = (0..<3).map { _ in FutureSource<Int>() }
+        let ordered = s.map(\.future).orderedByCompletion()
+        s[2].trySetResult(2); s[0].trySetFailure(Boom()); s[1].trySetResult(1)
+        #expect(ordered[0].forceGetResult() == 2)
+        #expect(ordered[1].hasFailed)
+        #expect(ordered[2].forceGetResult() == 1)
+    }
+
+    @Test func orderedByCompletionUnlessCancelsTheRest() {
+        let u = CancelTokenSource()
+        let s = (0..<2).map { _ in FutureSource<Int>() }
+        let ordered = s.map(\.future).orderedByCompletion(unless: u.token)
+        s[1].trySetResult(1)
+        u.cancel()
+        #expect(ordered[0].forceGetResult() == 1)
+        #expect(ordered[1].hasFailedWithCancel)
+    }
+}
+
+@Suite struct Race {
+    @Test func firstSuccessWinsAndLosersAreCancelled() {
+        let tokens = Mutex<[CancelToken]>([])
+        let slow = FutureSource<Int>()
+        let f = Future<Int>.race([
+            { t in tokens.withLock { $0.append(t) }; return slow.future },
+            { t in tokens.withLock { $0.append(t) }; return .succeeded(2) },
+        ])
+        #expect(f.forceGetResult() == 2)
+        let ts = tokens.withLock { $0 }
+        #expect(ts[0].isCancelled)
+        #expect(!ts[1].isCancelled)
+    }
+
+    @Test func lateWinnerIsCleanedUpThroughItsToken() {
+        let tokens = Mutex<[CancelToken]>([])
+        let late = FutureSource<Int>()
+        let f = Future<Int>.race([
+            { t in tokens.withLock { $0.append(t) }; return late.future },
+            { _ in .succeeded(1) },
+        ])
+        #expect(f.forceGetResult() == 1)
+        late.trySetResult(5)
+        #expect(tokens.withLock { $0 }[0].isCancelled)
+    }
+
+    @Test func allFailingFailsWithEveryFailure() {
+        let f = Future<Int>.race([{ _ in .failed(Boom(code: 1)) }, { _ in .failed(Boom(code: 2)) }])
+        let e = f.forceGetFailure() as? RaceFailure
+        #expect(e?.failures.compactMap { $0 as? Boom } == [Boom(code: 1), Boom(code: 2)])
+    }
+
+    @Test func emptyRaceFails() {
+        #expect(Future<Int>.race([]).hasFailed)
+    }
+}
+
+@Suite struct Retrying {
+    /// A fake operation: the first `hangs` calls never complete; then it returns `then`.
+    final class FakeOp: Sendable {
+        let calls = Count()
+        let hangs: Int
+        let outcome: Result<Int, Boom>
+        let never = FutureSource<Int>()
+        init(hangs: Int, then outcome: Result<Int, Boom>) { self.hangs = hangs; self.outcome = outcome }
+        func run(_ t: CancelToken) -> Future<Int> {
+            calls.increment()
+            if calls.value <= hangs { return never.future.unless(t) }
+            switch outcome {
+            case .success(let v): return .succeeded(v)
+            case .failure(let e): return .failed(e)
+            }
+        }
+    }
+
+    @Test func zeroTriesFailsWithTimeoutError() {
+        let op = FakeOp(hangs: 0, then: .success(1))
+        #expect(Future.retrying(upTo: 0, baseTimeout: .milliseconds(1), op.run).hasFailedWithTimeout)
+        #expect(op.calls.value == 0)
+    }
+
+    @Test func successOnTheThirdTry() {
+        let op = FakeOp(hangs: 2, then: .success(9))
+        let f = waitFor(Future.retrying(upTo: 5, baseTimeout: .milliseconds(2), op.run))
+        #expect(f.forceGetResult() == 9)
+        #expect(op.calls.value == 3)
+    }
+
+    @Test func nonTimeoutFailureOnTheFirstTryStops() {
+        let op = FakeOp(hangs: 0, then: .failure(Boom(code: 4)))
+        let f = waitFor(Future.retrying(upTo: 5, baseTimeout: .milliseconds(2), op.run))
+        #expect(f.forceGetFailure() as? Boom == Boom(code: 4))
+        #expect(op.calls.value == 1)
+    }
+
+    @Test func runsOutOfTriesWithTimeoutError() {
+        let op = FakeOp(hangs: 10, then: .success(1))
+        let f = waitFor(Future.retrying(upTo: 3, baseTimeout: .milliseconds(1), op.run))
+        #expect(f.hasFailedWithTimeout)
+        #expect(op.calls.value == 3)
+    }
+
+    @Test func cancelledMidWayStopsAtOnce() {
+        let op = FakeOp(hangs: 10, then: .success(1))
+        let c = CancelTokenSource()
+        let f = Future.retrying(upTo: 10, baseTimeout: .seconds(30), until: c.token, op.run)
+        #expect(op.calls.value == 1)
+        c.cancel()
+        #expect(f.hasFailedWithCancel)
+        usleep(20_000)
+        #expect(op.calls.value == 1)
+    }
+}
