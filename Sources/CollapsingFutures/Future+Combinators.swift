@@ -16,7 +16,9 @@ final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
 
     init(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
         self.action = Mutex(action)
-        source = DispatchSource.makeTimerSource(queue: .global())
+        // A private serial queue (overcommitting): timers fire on time even
+        // while the global pool is saturated by blocking work.
+        source = DispatchSource.makeTimerSource(queue: _timerQueue)
         let (s, atto) = delay.components
         let ns = max(0, s * 1_000_000_000 + atto / 1_000_000_000)
         source.schedule(deadline: .now() + .nanoseconds(Int(clamping: ns)), leeway: .nanoseconds(0))
@@ -40,6 +42,9 @@ final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
         source.cancel()
     }
 }
+
+/// Where timers fire and complete their futures.
+let _timerQueue = DispatchQueue(label: "CollapsingFutures.timers")
 
 extension Future {
     /// Runs `operation` on `queue` and completes with its outcome.
