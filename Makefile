@@ -59,3 +59,8 @@ fuzz-merge: fuzz-build
 STRESS_SECONDS ?= 300
 stress: deps
 	CF_STRESS_SECONDS=$(STRESS_SECONDS) $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Stress
+
+# ---- documentation ----------------------------------------------------------
+.PHONY: docs
+docs: deps
+	$(SWIFT) package generate-documentation --target CollapsingFutures --warnings-as-errors

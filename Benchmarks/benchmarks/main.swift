@@ -268,6 +268,25 @@ scenarios.append(Scenario(name: "contended trySetResult", summary: "2 threads ra
                           opsPerIteration: 1, iterations: 100_000, bodies: three { $0.racingSet }))
 scenarios.append(Scenario(name: "immortalize x16", summary: "source dropped with 16 handlers registered (per handler)",
                           opsPerIteration: 16, iterations: 20_000, bodies: three { $0.immortalize }))
+let lockfreeAll: Body = { it in
+    for _ in 0..<it {
+        let sources = (0..<1000).map { _ in FutureSource<Int>() }
+        let all = Future.all(sources.map(\.future))
+        for (i, s) in sources.enumerated() { s.trySetResult(i) }
+        precondition(all.hasResult)
+    }
+}
+let nioAll: Body = { it in
+    for _ in 0..<it {
+        let promises = (0..<1000).map { _ in embedded.makePromise(of: Int.self) }
+        let all = EventLoopFuture.whenAllSucceed(promises.map(\.futureResult), on: embedded)
+        for (i, p) in promises.enumerated() { p.succeed(i) }
+        all.whenSuccess { precondition($0.count == 1000) }
+    }
+}
+scenarios.append(Scenario(name: "all x1000", summary: "Future.all over 1,000 futures, then each set (per input future); nio: whenAllSucceed",
+                          opsPerIteration: 1000, iterations: 200,
+                          bodies: ["lockfree": lockfreeAll, "nio": nioAll]))
 scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrency: Task create + cancel + await (reference)",
                           opsPerIteration: 1, iterations: 20_000, bodies: ["swift-concurrency": taskCreateCancel]))
 
