@@ -38,6 +38,9 @@ let package = Package(
             path: "Sources/MutexLockedFutures",
             swiftSettings: [.define("MUTEX_LOCK")]
         ),
+        // Examples: `swift run Examples <name>`; their output is checked by ExamplesTests.
+        .target(name: "ExampleKit", dependencies: ["CollapsingFutures"], path: "Sources/ExampleKit"),
+        .executableTarget(name: "Examples", dependencies: ["ExampleKit"], path: "Sources/Examples"),
         // The fuzz harness: the operation-program interpreter and its checks
         // (FuzzKit), the libFuzzer driver (`fuzz`, built by `make fuzz`).
         .target(name: "FuzzKit", dependencies: ["CollapsingFutures"], path: "Sources/FuzzKit"),
@@ -94,6 +97,7 @@ let package = Package(
             dependencies: ["CollapsingFutures"],
             path: "Tests/CombinatorTests"
         ),
+        .testTarget(name: "ExamplesTests", dependencies: ["ExampleKit"], path: "Tests/ExamplesTests"),
         // Replays every committed fuzz corpus file through the interpreter.
         .testTarget(
             name: "FuzzReplayTests",

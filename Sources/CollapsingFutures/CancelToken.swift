@@ -24,7 +24,9 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     /// A token that is already cancelled.
     public static let cancelled = CancelToken(_owner: _TokenStorage(terminal: _wCancelled))
     /// A token that can never be cancelled; handlers are discarded at once.
-    public static let immortal = CancelToken(_owner: nil)
+    /// (Computed rather than stored: it is every `unless:` default, and a
+    /// stored global would cost a lazy-initialization check per call.)
+    @inlinable public static var immortal: CancelToken { CancelToken(_owner: nil) }
 
     @inline(__always)
     var _word: UInt {

@@ -168,13 +168,17 @@ extension Future {
         let out = Future()
         let sources = operations.map { _ in CancelTokenSource(until: until) }
         let failures = _Slots<any Error>(operations.count)
+        let won = _Once()
         for (i, op) in operations.enumerated() {
             let f = op(sources[i].token)
             f.finallyDo { r in
                 switch r._result! {
                 case .success(let v):
-                    if out._trySet(.success(v)) {
+                    // Losers are cancelled before the result is published, so
+                    // whoever sees the winner also sees them cancelled.
+                    if won.claim() {
                         for (j, s) in sources.enumerated() where j != i { s.cancel() }
+                        out._trySet(.success(v))
                     } else {
                         sources[i].cancel()   // a late winner: its result's lifetime ends now
                     }
@@ -235,6 +239,12 @@ final class _Shared<V: Sendable>: Sendable {
     let outs: [Future<V>]
     let next = Atomic<Int>(0)
     init(_ outs: [Future<V>]) { self.outs = outs }
+}
+
+/// A flag claimed once, by exactly one caller.
+final class _Once: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func claim() -> Bool { !flag.exchange(true, ordering: .acquiringAndReleasing) }
 }
 
 /// Fixed slots filled once each from any thread; the filler of the last

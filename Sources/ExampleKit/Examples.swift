@@ -1,0 +1,163 @@
+// The examples behind `swift run Examples <name>`; each returns what it
+// printed, so Tests/ExamplesTests checks the output in CI.
+import CollapsingFutures
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Collects output lines from any thread.
+final class Lines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func say(_ s: String) { lines.withLock { $0.append(s) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+public enum Example: String, CaseIterable, Sendable {
+    case addressBook = "address-book", pipeline, retry, race, controller
+
+    public func run() async -> [String] {
+        switch self {
+        case .addressBook: return await addressBookExample()
+        case .pipeline: return await pipelineExample()
+        case .retry: return await retryExample()
+        case .race: return await raceExample()
+        case .controller: return await controllerExample()
+        }
+    }
+}
+
+// MARK: address book — wrapping a callback API that reports success and
+// failure on different paths (the original's ABAddressBook case).
+
+struct Contact: Sendable { let name: String }
+struct AccessDenied: Error {}
+
+/// A simulated permission API: success arrives on a background queue through
+/// one callback, denial through another, and the caller must keep the book.
+final class SimulatedAddressBook: Sendable {
+    let granted: Bool
+    init(granted: Bool) { self.granted = granted }
+    func requestAccess(onGranted: @escaping @Sendable ([Contact]) -> Void,
+                       onDenied: @escaping @Sendable (any Error) -> Void) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(2)) {
+            if self.granted { onGranted([Contact(name: "Ada"), Contact(name: "Alan")]) } else { onDenied(AccessDenied()) }
+        }
+    }
+}
+
+func contacts(from book: SimulatedAddressBook) -> Future<[Contact]> {
+    let source = FutureSource<[Contact]>()
+    book.requestAccess(onGranted: { source.trySetResult($0) }, onDenied: { source.trySetFailure($0) })
+    return source.future
+}
+
+func addressBookExample() async -> [String] {
+    let out = Lines()
+    for granted in [true, false] {
+        do {
+            let people = try await contacts(from: SimulatedAddressBook(granted: granted)).get()
+            out.say("granted: " + people.map(\.name).joined(separator: ", "))
+        } catch {
+            out.say("denied: \(error is AccessDenied ? "AccessDenied" : "\(error)")")
+        }
+    }
+    return out.all
+}
+
+// MARK: pipeline — `then` steps bound to a connection's lifetime.
+
+func pipelineExample() async -> [String] {
+    let out = Lines()
+    @Sendable func step(_ name: String, _ value: Int, until lifetime: CancelToken) -> Future<Int> {
+        Future.delayed(value, by: .milliseconds(2), unless: lifetime).then { v in
+            out.say("\(name) done")
+            return v
+        }
+    }
+    // A connection that stays up.
+    let up = CancelTokenSource()
+    let result = step("connect", 1, until: up.token)
+        .then { _ in step("handshake", 2, until: up.token) }
+        .then { _ in step("fetch", 42, until: up.token) }
+    out.say("fetched \((try? await result.get()) ?? -1)")
+    // A connection that drops during the handshake: the rest never runs.
+    let down = CancelTokenSource()
+    let dropped = step("connect", 1, until: down.token)
+        .then { _ in
+            down.cancel()
+            return step("handshake", 2, until: down.token)
+        }
+        .then { _ in step("fetch", 42, until: down.token) }
+    do { _ = try await dropped.get() } catch { out.say("connection dropped: \(error is CancellationError ? "cancelled" : "\(error)")") }
+    return out.all
+}
+
+// MARK: retry — growing timeouts (the original blog post's loop).
+
+func retryExample() async -> [String] {
+    let out = Lines()
+    let attempts = Mutex(0)
+    let never = FutureSource<String>()
+    let result = Future<String>.retrying(upTo: 5, baseTimeout: .milliseconds(5), backoff: 2) { token in
+        let n = attempts.withLock { $0 += 1; return $0 }
+        out.say("attempt \(n)")
+        // A flaky server: the first two attempts hang until their timeout.
+        return n < 3 ? never.future.unless(token) : .succeeded("payload")
+    }
+    out.say("result: \((try? await result.get()) ?? "failed")")
+    return out.all
+}
+
+// MARK: race — two mirrors, the loser is cancelled.
+
+func raceExample() async -> [String] {
+    let out = Lines()
+    let slowCancelled = Counted()
+    let winner = Future<String>.race([
+        { token in
+            token.whenCancelled { slowCancelled.mark() }
+            return Future.delayed("slow mirror", by: .seconds(10), unless: token)
+        },
+        { _ in Future.delayed("fast mirror", by: .milliseconds(2)) },
+    ])
+    out.say("winner: \((try? await winner.get()) ?? "none")")
+    out.say("slow mirror cancelled: \(slowCancelled.value)")
+    return out.all
+}
+
+final class Counted: Sendable {
+    private let n = Atomic<Bool>(false)
+    func mark() { n.store(true, ordering: .sequentiallyConsistent) }
+    var value: Bool { n.load(ordering: .sequentiallyConsistent) }
+}
+
+// MARK: controller — a Task and an AsyncStream bound to an object's lifetime.
+
+final class Controller: Sendable {
+    let lifetime = CancelTokenSource(cancelOnDeinit: true)
+    let out: Lines
+    init(events: AsyncStream<Int>, out: Lines) {
+        self.out = out
+        let token = lifetime.token
+        Task(until: token) { [weak self] in
+            for await e in events.until(token) { self?.out.say("event \(e)") }
+            out.say("task ended")
+        }
+    }
+    deinit { out.say("controller deinit") }
+}
+
+func controllerExample() async -> [String] {
+    let out = Lines()
+    let ended = Counted()
+    let (events, producer) = AsyncStream<Int>.makeStream()
+    producer.onTermination = { _ in ended.mark() }
+    var controller: Controller? = Controller(events: events, out: out)
+    producer.yield(1)
+    for _ in 0..<2000 where !out.all.contains("event 1") { try? await Task.sleep(nanoseconds: 1_000_000) }
+    controller = nil
+    _ = controller
+    for _ in 0..<2000 where !(ended.value && out.all.contains("task ended")) { try? await Task.sleep(nanoseconds: 1_000_000) }
+    out.say("producer terminated: \(ended.value)")
+    return out.all
+}
