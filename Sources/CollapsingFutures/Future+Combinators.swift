@@ -126,17 +126,18 @@ extension Future {
         if inputs.isEmpty { return .succeeded([]) }
         let out = Future<[Value]>()
         let slots = _Slots<Value>(inputs.count)
-        let stop = CancelToken.any(unless, out.completionToken)
+        var registrations: [CancelRegistration] = []
+        registrations.reserveCapacity(inputs.count)
         for (i, f) in inputs.enumerated() {
-            _chain(f, nil, stop, output: out) { ok in
-                guard ok else { out._trySet(.failure(CancellationError())); return }
+            registrations.append(_chain(f, nil, .immortal, output: out) { _ in
                 switch f._result! {
                 case .failure(let e): out._trySet(.failure(e))
                 case .success(let v):
                     if slots.fill(i, v) { out._trySet(.success(slots.values())) }
                 }
-            }
+            })
         }
+        out._removeOnCompletion(registrations, unless: unless)
         return out
     }
 
@@ -147,14 +148,24 @@ extension Future {
         if inputs.isEmpty { return .succeeded([]) }
         let out = Future<[Future]>()
         let remaining = _Countdown(inputs.count)
-        let stop = CancelToken.any(unless, out.completionToken)
-        for f in inputs {
-            _chain(f, nil, stop, output: out) { ok in
-                guard ok else { out._trySet(.failure(CancellationError())); return }
+        let registrations = inputs.map { f in
+            _chain(f, nil, .immortal, output: out) { _ in
                 if remaining.tick() { out._trySet(.success(inputs)) }
             }
         }
+        out._removeOnCompletion(registrations, unless: unless)
         return out
+    }
+
+    /// Fails this future with `CancellationError` when `unless` is cancelled
+    /// first, and removes `registrations` (one per input, O(n) once) as soon
+    /// as it completes either way: nothing stays on inputs still pending.
+    func _removeOnCompletion(_ registrations: [CancelRegistration], unless: CancelToken) {
+        if unless.isCancelled { _trySet(.failure(CancellationError())) }
+        if unless.canStillBeCancelled {
+            _ = unless._add(_HandlerNode { self._trySet(.failure(CancellationError())) }, unless: completionToken)
+        }
+        _ = completionToken._add(_HandlerNode { for r in registrations { r.remove() } }, unless: .immortal)
     }
 
     /// The first success of `operations`, each run with its own token.

@@ -48,26 +48,27 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
 /// Attaches a continuation to the future `source` (non-generic: the body was
 /// specialized by the caller). `output` is failed or made immortal when the
 /// continuation can never run.
-@usableFromInline
+/// Returns the registration (for combinators that remove their own).
+@usableFromInline @discardableResult
 func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, output: AnyObject?,
-            _ body: @escaping (Bool) -> Void) {
+            _ body: @escaping (Bool) -> Void) -> CancelRegistration {
     if unless.isCancelled {
         body(false)
-        return
+        return CancelRegistration(neverRuns: true)
     }
     let w = cf_token_load(_tokenPtr(source))
     if w & _wImmortal != 0 || unless._owner === source {
         // Never runs: the output can never complete either.
         if let output { _ = _tryImmortalizeFuture(output) }
-        return
+        return CancelRegistration(neverRuns: true)
     }
     let node = _ContinuationNode(output: output, body)
     node._setThreading(queue)
     if w & _wCancelled != 0 {
         if cf_node_claim(node._ptr, UInt(CF_N_CLAIMED)) != 0 { node._dispatchRun() }
-        return
+        return CancelRegistration(neverRuns: false)
     }
-    _ = CancelToken(_owner: source)._add(node, unless: unless)
+    return CancelToken(_owner: source)._add(node, unless: unless)
 }
 
 extension Future {
