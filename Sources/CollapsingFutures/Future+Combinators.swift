@@ -12,10 +12,10 @@ public struct RaceFailure: Error, @unchecked Sendable {
 /// cancelled (not when the deadline passes).
 final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
     private let source: any DispatchSourceTimer
-    private let action: Mutex<(@Sendable () -> Void)?>
+    private let action: _Locked<(@Sendable () -> Void)?>
 
     init(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
-        self.action = Mutex(action)
+        self.action = _Locked(action)
         // A private serial queue (overcommitting): timers fire on time even
         // while the global pool is saturated by blocking work.
         source = DispatchSource.makeTimerSource(queue: _timerQueue)

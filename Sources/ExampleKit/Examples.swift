@@ -6,10 +6,11 @@ import Foundation
 import Synchronization
 
 /// Collects output lines from any thread.
-final class Lines: Sendable {
-    private let lines = Mutex<[String]>([])
-    func say(_ s: String) { lines.withLock { $0.append(s) } }
-    var all: [String] { lines.withLock { $0 } }
+final class Lines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func say(_ s: String) { lock.withLock { lines.append(s) } }
+    var all: [String] { lock.withLock { lines } }
 }
 
 public enum Example: String, CaseIterable, Sendable {
@@ -96,10 +97,10 @@ func pipelineExample() async -> [String] {
 
 func retryExample() async -> [String] {
     let out = Lines()
-    let attempts = Mutex(0)
+    let attempts = Atomic<Int>(0)
     let never = FutureSource<String>()
     let result = Future<String>.retrying(upTo: 5, baseTimeout: .milliseconds(5), backoff: 2) { token in
-        let n = attempts.withLock { $0 += 1; return $0 }
+        let n = attempts.add(1, ordering: .relaxed).newValue
         out.say("attempt \(n)")
         // A flaky server: the first two attempts hang until their timeout.
         return n < 3 ? never.future.unless(token) : .succeeded("payload")

@@ -47,12 +47,17 @@ final class HandlerRecord: @unchecked Sendable {
     }
 }
 
-/// A mutex-guarded value shared by reference (a captured local `Mutex` is
-/// accessed through its capture box, which ThreadSanitizer reports as racy).
+/// A lock-guarded value shared by reference. NSLock (a pthread mutex), not
+/// Synchronization.Mutex, whose futex-based lock ThreadSanitizer cannot see.
 final class Locked<T>: @unchecked Sendable {
-    private let m: Mutex<T>
-    init(_ v: sending T) { m = Mutex(v) }
-    func withLock<R>(_ body: (inout sending T) throws -> sending R) rethrows -> sending R { try m.withLock(body) }
+    private let lock = NSLock()
+    private var value: T
+    init(_ v: T) { value = v }
+    func withLock<R>(_ body: (inout T) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
 }
 
 /// A shareable atomic integer.

@@ -38,12 +38,14 @@ final class Consumer: @unchecked Sendable {
     deinit { deinits.increment() }
 }
 
-/// Thread-safe ordered log.
-final class Log<T: Sendable>: Sendable {
-    private let items = Mutex<[T]>([])
+/// Thread-safe ordered log (NSLock: ThreadSanitizer sees pthread mutexes,
+/// not Synchronization.Mutex's futex).
+final class Log<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [T] = []
     init() {}
-    func append(_ x: T) { items.withLock { $0.append(x) } }
-    var all: [T] { items.withLock { $0 } }
+    func append(_ x: T) { lock.withLock { items.append(x) } }
+    var all: [T] { lock.withLock { items } }
 }
 
 struct TestError: Error, Equatable { var code = 1 }
