@@ -85,16 +85,17 @@ let package = Package(
             path: "Tests/MutexBehaviourTests",
             swiftSettings: [.define("MUTEX_LOCKED")]
         ),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Swift concurrency and lifetimes (lock-free module only).
         .testTarget(
             name: "ConcurrencyTests",
-            dependencies: ["CollapsingFutures"],
+            dependencies: ["CollapsingFutures", "TestSupport"],
             path: "Tests/ConcurrencyTests"
         ),
         // Constructors and combinators (lock-free module only).
         .testTarget(
             name: "CombinatorTests",
-            dependencies: ["CollapsingFutures"],
+            dependencies: ["CollapsingFutures", "TestSupport"],
             path: "Tests/CombinatorTests"
         ),
         .testTarget(name: "ExamplesTests", dependencies: ["ExampleKit"], path: "Tests/ExamplesTests"),

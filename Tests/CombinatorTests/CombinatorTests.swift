@@ -3,20 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
-
-final class Count: Sendable {
-    private let n = Atomic<Int>(0)
-    func increment() { n.add(1, ordering: .sequentiallyConsistent) }
-    var value: Int { n.load(ordering: .sequentiallyConsistent) }
-}
-
-final class Tracked: Sendable {
-    let deinits: Count
-    init(_ d: Count) { deinits = d }
-    deinit { deinits.increment() }
-}
-
-struct Boom: Error, Equatable { var code = 0 }
+import TestSupport
 
 /// Blocks (bounded) until `f` completes. Time is only a safety bound here.
 func waitFor<T>(_ f: Future<T>) -> Future<T> {

@@ -2,29 +2,7 @@
 import Foundation
 import Synchronization
 import Testing
-
-final class Count: Sendable {
-    private let n = Atomic<Int>(0)
-    func increment() { n.add(1, ordering: .sequentiallyConsistent) }
-    var value: Int { n.load(ordering: .sequentiallyConsistent) }
-}
-
-final class Tracked: Sendable {
-    let deinits: Count
-    init(_ d: Count) { deinits = d }
-    deinit { deinits.increment() }
-}
-
-struct Boom: Error, Equatable {}
-
-/// Polls (bounded) until `condition` holds, yielding to other tasks.
-func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
-    for _ in 0..<2000 {
-        if condition() { return true }
-        try? await Task.sleep(nanoseconds: 1_000_000)
-    }
-    return condition()
-}
+import TestSupport
 
 @Suite struct FutureGet {
     @Test func getReturnsTheValueOnceSet() async throws {
