@@ -290,6 +290,32 @@ scenarios.append(Scenario(name: "all x1000", summary: "Future.all over 1,000 fut
 scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrency: Task create + cancel + await (reference)",
                           opsPerIteration: 1, iterations: 20_000, bodies: ["swift-concurrency": taskCreateCancel]))
 
+// MARK: memory of a 1,000,000-deep flatten chain
+
+/// Builds the chain tail-recursive retry code makes (each continuation returns
+/// the next, still pending, future), drives it, and reports peak RSS growth.
+func flattenChainMemory(depth: Int) -> (bytesPerLevel: Double, peakMB: Double) {
+    func maxRSS() -> Int { var u = rusage(); getrusage(RUSAGE_SELF.rawValue, &u); return u.ru_maxrss * 1024 }
+    final class Steps: @unchecked Sendable { var pending: [FutureSource<Void>] = [] }
+    let before = maxRSS()
+    do {
+        let steps = Steps()
+        steps.pending.reserveCapacity(depth)
+        // Tail-recursive retry style: nothing to do after the inner future.
+        @Sendable func loop(_ n: Int) -> Future<Int> {
+            if n == 0 { return .succeeded(depth) }
+            let s = FutureSource<Void>()
+            steps.pending.append(s)
+            return s.future.then { (_: Void) -> Future<Int> in loop(n - 1) }
+        }
+        let f = loop(depth)
+        while let s = steps.pending.popLast() { s.trySetResult() }
+        precondition(f.forceGetResult() == depth)
+    }
+    let grown = Double(maxRSS() - before)
+    return (grown / Double(depth), grown / 1_048_576)
+}
+
 // MARK: run and report
 
 let columns = impls + ["nio-loop"]
@@ -339,6 +365,11 @@ if json {
     if figures.contains(where: { $0.scenario == "register/remove churn" }) {
         print("\npeak linked nodes during register/remove churn: " +
               churnPeaks.keys.sorted().map { "\($0) \(churnPeaks[$0]!())" }.joined(separator: ", "))
+    }
+    if filter == nil && implFilter == nil {
+        let depth = quick ? 100_000 : 1_000_000
+        let m = flattenChainMemory(depth: depth)
+        print(String(format: "\nflatten chain %d deep (lockfree): peak RSS grew %.1f MB, %.0f bytes per level", depth, m.peakMB, m.bytesPerLevel))
     }
     print("\nscenarios:")
     for s in scenarios where names.contains(s.name) { print("- \(s.name): \(s.summary)") }
