@@ -40,7 +40,7 @@ extension Task where Failure == any Error {
 
 /// The registration that cancels a `Task(until:)`, removed when the task ends
 /// (whichever of "task ended" and "registration attached" comes second removes it).
-final class _TaskRegistration: @unchecked Sendable {
+final class _TaskRegistration: Sendable {
     private let state = _Locked<(registration: CancelRegistration?, finished: Bool)>((nil, false))
     func attach(_ r: CancelRegistration) {
         let finished = state.withLock { s -> Bool in
@@ -119,7 +119,7 @@ struct _UntilSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable w
 /// The task iterating an `until` sequence, cancellable while it waits.
 struct _UnsafeTaskHandle: @unchecked Sendable { let task: UnsafeCurrentTask }
 
-final class _Waiting: @unchecked Sendable {
+final class _Waiting: Sendable {
     private let state = _Locked<_UnsafeTaskHandle?>(nil)
     func start(_ h: _UnsafeTaskHandle) { state.withLock { $0 = h } }
     func stop() { state.withLock { $0 = nil } }

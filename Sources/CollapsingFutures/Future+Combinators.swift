@@ -4,7 +4,7 @@ import Synchronization
 
 /// The failure of `Future.race` when every operation failed: each failure,
 /// in the order of the operations.
-public struct RaceFailure: Error, @unchecked Sendable {
+public struct RaceFailure: Error, Sendable {
     public let failures: [any Error]
 }
 
