@@ -48,12 +48,13 @@ fuzz: fuzz-build
 	SWIFT_BACKTRACE=enable=no .build-fuzz/release/fuzz .build-fuzz/corpus Tests/Fuzz/corpus \
 	  -max_total_time=$(FUZZ_SECONDS) -max_len=512 -print_final_stats=1 -artifact_prefix=.build-fuzz/
 
-# Minimises everything found into the committed replay corpus.
+# Minimises everything found (to edge coverage) into the committed corpus,
+# which `swift test` replays (Tests/FuzzReplayTests).
 fuzz-merge: fuzz-build
 	rm -rf .build-fuzz/merged && mkdir -p .build-fuzz/merged
-	SWIFT_BACKTRACE=enable=no .build-fuzz/release/fuzz -merge=1 .build-fuzz/merged \
-	  Tests/FuzzReplayTests/corpus Tests/Fuzz/corpus .build-fuzz/corpus
-	rm -f Tests/FuzzReplayTests/corpus/* && cp .build-fuzz/merged/* Tests/FuzzReplayTests/corpus/
+	SWIFT_BACKTRACE=enable=no .build-fuzz/release/fuzz -merge=1 -use_counters=0 .build-fuzz/merged \
+	  Tests/Fuzz/corpus .build-fuzz/corpus
+	rm -f Tests/Fuzz/corpus/* && cp .build-fuzz/merged/* Tests/Fuzz/corpus/
 
 # Random programs on all cores under ThreadSanitizer for STRESS_SECONDS.
 STRESS_SECONDS ?= 300

@@ -103,8 +103,7 @@ let package = Package(
         .testTarget(
             name: "FuzzReplayTests",
             dependencies: ["FuzzKit"],
-            path: "Tests/FuzzReplayTests",
-            resources: [.copy("corpus")]
+            path: "Tests/FuzzReplayTests"
         ),
         // Properties of the lock-free core only (list memory under churn).
         .testTarget(
