@@ -17,8 +17,12 @@ build: deps
 test: deps
 	$(SWIFT) test
 
+# MutexBehaviourTests is skipped under TSan: Synchronization.Mutex locks with
+# futex calls in a prebuilt module that ThreadSanitizer cannot see, so every
+# access it guards is reported as a race (the same suite passes in `make test`,
+# and the Dispatch-lock version it mirrors runs here).
 test-tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip MutexBehaviourTests
 
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/lsan.supp $(SWIFT) test --sanitize=address --scratch-path .build-asan
