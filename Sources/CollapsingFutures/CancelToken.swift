@@ -48,6 +48,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     /// Whether the token is still cancellable (volatile).
     public var canStillBeCancelled: Bool { _word & _wTerminal == 0 }
 
+    /// `CancelToken(stillCancellable)`, `(cancelled)` or `(immortal)`.
     public var description: String {
         switch state {
         case .stillCancellable: return "CancelToken(stillCancellable)"
@@ -56,8 +57,10 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Tokens are equal when they are views of the same source's token.
     public static func == (a: CancelToken, b: CancelToken) -> Bool { a._owner === b._owner }
 
+    /// Hashes the identity of the token (consistent with `==`).
     public func hash(into h: inout Hasher) {
         h.combine(_owner.map { ObjectIdentifier($0) })
     }

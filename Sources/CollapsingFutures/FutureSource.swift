@@ -11,6 +11,8 @@ public final class FutureSource<Value: Sendable>: Sendable {
     /// The future this source completes.
     public let future: Future<Value>
 
+    /// A source whose future is pending until set, and immortal if this
+    /// source dies first.
     @inlinable public init() { future = Future() }
 
     /// The future fails with `CancellationError` if `token` is cancelled

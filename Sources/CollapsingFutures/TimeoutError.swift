@@ -1,4 +1,5 @@
 /// The failure of an operation that timed out.
 public struct TimeoutError: Error, Sendable, Hashable {
+    /// The error.
     public init() {}
 }
