@@ -49,6 +49,8 @@ class _Node: @unchecked Sendable {
                 node._discard()
             }
         }, Unmanaged.passUnretained(self).toOpaque())
+        // The state word keeps its tags in the low four bits of node pointers.
+        assert(UInt(bitPattern: _ptr) & 15 == 0, "cf_node must be 16-byte aligned")
     }
 
     /// Claimed by a cancel: run the handler (already on the right thread).
