@@ -98,7 +98,7 @@ let package = Package(
             dependencies: ["CollapsingFutures", "TestSupport"],
             path: "Tests/CombinatorTests"
         ),
-        .testTarget(name: "ExamplesTests", dependencies: ["ExampleKit"], path: "Tests/ExamplesTests"),
+        .testTarget(name: "ExamplesTests", dependencies: ["ExampleKit", "CollapsingFutures"], path: "Tests/ExamplesTests"),
         // Replays every committed fuzz corpus file through the interpreter.
         .testTarget(
             name: "FuzzReplayTests",
