@@ -162,3 +162,18 @@ func controllerExample() async -> [String] {
     out.say("producer terminated: \(ended.value)")
     return out.all
 }
+
+// MARK: main queue — a handler registered on the main thread runs there.
+
+/// Registers on the calling thread (call it on the main thread), cancels from
+/// another thread, and runs the main run loop until the handler has run.
+public func mainQueueExample() -> [String] {
+    let out = Lines()
+    let source = CancelTokenSource()
+    out.say("registered on main thread: \(Thread.isMainThread)")
+    source.token.whenCancelled { out.say("handler ran on main thread: \(Thread.isMainThread)") }
+    Thread.detachNewThread { source.cancel() }   // cancelled elsewhere: the handler hops
+    let deadline = Date().addingTimeInterval(10)
+    while out.all.count < 2 && Date() < deadline { RunLoop.main.run(until: Date().addingTimeInterval(0.01)) }
+    return out.all
+}

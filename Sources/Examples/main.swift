@@ -1,13 +1,26 @@
-// swift run Examples <name>   (names: address-book, pipeline, retry, race, controller; none: all)
+// swift run Examples <name>
+// names: address-book, pipeline, retry, race, controller, main-queue; none: all but main-queue.
 import ExampleKit
+import Foundation
 
-let names = CommandLine.arguments.dropFirst()
+let names = Array(CommandLine.arguments.dropFirst())
+if names == ["main-queue"] {
+    // Synchronous, on the real main thread (no top-level await in this file,
+    // so this code runs on the main thread before anything else).
+    print("== main-queue")
+    for line in mainQueueExample() { print(line) }
+    exit(0)
+}
 let chosen = names.isEmpty ? Example.allCases : names.compactMap { Example(rawValue: $0) }
-if chosen.count != max(names.count, chosen.count) || (!names.isEmpty && chosen.count != names.count) {
-    print("unknown example; choose from: " + Example.allCases.map(\.rawValue).joined(separator: ", "))
-} else {
+guard chosen.count == max(names.count, 1) || names.isEmpty else {
+    print("unknown example; choose from: " + (Example.allCases.map(\.rawValue) + ["main-queue"]).joined(separator: ", "))
+    exit(2)
+}
+Task {
     for e in chosen {
         print("== \(e.rawValue)")
         for line in await e.run() { print(line) }
     }
+    exit(0)
 }
+dispatchMain()
