@@ -14,14 +14,10 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var body: ((Bool) -> Void)?
     /// The output future (made immortal if the source is), or nil for `Do` forms.
     @exclusivity(unchecked) @usableFromInline var output: AnyObject?
-    /// The output is flattening into the source (it already holds its claim):
-    /// when the source becomes immortal, so does the output, unconditionally.
-    @usableFromInline let flattening: Bool
 
-    @inlinable init(output: AnyObject?, flattening: Bool = false, _ body: @escaping (Bool) -> Void) {
+    @inlinable init(output: AnyObject?, _ body: @escaping (Bool) -> Void) {
         self.body = body
         self.output = output
-        self.flattening = flattening
         super.init()
     }
 
@@ -34,8 +30,7 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     @usableFromInline override func _discard() {
         let o = output
         body = nil; output = nil
-        guard let o else { return }
-        if flattening { cf_token_settle(_tokenPtr(o), _wImmortal) } else { _ = _tryImmortalizeFuture(o) }
+        if let o { _ = _tryImmortalizeFuture(o) }
     }
 
     @usableFromInline override func _removed(byUnless: Bool) {

@@ -155,8 +155,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // Publish-then-walk: full CAS, so of two threads closing a cycle at
         // once at least the later one sees the other's link in its walk.
         cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_FLATTENING))
-        _ = other.completionToken._add(_ContinuationNode(output: self, flattening: true) { _ in self._complete(other._result!) },
-                                       unless: .immortal)
+        _ = other.completionToken._add(_FlattenNode(output: self, target: other), unless: .immortal)
         _detectCycle(from: other)
         return true
     }
@@ -181,6 +180,40 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             lam += 1
             if lam == power { tortoise = cur; power *= 2; lam = 0 }
         }
+    }
+}
+
+/// Registered on a flattening future's target: completes `output` (which
+/// already holds its claim) with the target's result, or makes it immortal
+/// when the target becomes immortal. One object, no closure context: this is
+/// what each level of a flatten chain keeps alive.
+@usableFromInline
+final class _FlattenNode<Value: Sendable>: _Node, @unchecked Sendable {
+    @exclusivity(unchecked) @usableFromInline var output: Future<Value>?
+    @exclusivity(unchecked) @usableFromInline var target: Future<Value>?
+
+    @inlinable init(output: Future<Value>, target: Future<Value>) {
+        self.output = output
+        self.target = target
+        super.init()
+    }
+
+    @usableFromInline override func _run() {
+        let o = output, t = target
+        output = nil; target = nil
+        o?._complete(t!._result!)
+    }
+
+    @usableFromInline override func _discard() {
+        let o = output
+        output = nil; target = nil
+        if let o { cf_token_settle(o._tptr, _wImmortal) }
+    }
+
+    /// Never removed (its registration is dropped); releases what it holds.
+    @usableFromInline override func _removed(byUnless: Bool) {
+        output = nil; target = nil
+        _settleCompanion()
     }
 }
 
