@@ -24,10 +24,7 @@ extension CancelToken {
         // (all handlers discarded) the source dies and the result is immortal.
         let source = CancelTokenSource()
         let result = source.token
-        for t in live {
-            // Internal links run inline on the cancelling thread (no main-queue hop).
-            _ = t._add(_HandlerNode { source.cancel() }, unless: result)
-        }
+        for t in live { t._whenCancelledInline(unless: result) { source.cancel() } }
         return result
     }
 

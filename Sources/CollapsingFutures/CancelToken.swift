@@ -111,6 +111,20 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
         return r._neverRuns ? Int32(CF_REG_IMMORTAL) : Int32(CF_REG_CANCELLED)
     }
 
+    /// The library's own handlers (links between sources, timers, combinator
+    /// bookkeeping): `action` runs inline on the cancelling thread, with no
+    /// main-queue hop and no queue — at once if this token is already
+    /// cancelled; never if it is or becomes immortal (nothing is registered on
+    /// `.immortal` or a settled token), or if `unless` is cancelled first.
+    /// `removeOnUnlessImmortal`: the registration also goes when `unless`
+    /// becomes immortal.
+    func _whenCancelledInline(unless: CancelToken, removeOnUnlessImmortal: Bool = false,
+                              _ action: @escaping @Sendable () -> Void) {
+        if isCancelled { action(); return }
+        guard canStillBeCancelled else { return }
+        _ = _add(_HandlerNode(action), unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
+    }
+
     /// Registers `node` with the optional `unless` link. If the token settled
     /// meanwhile, the node was run or discarded by `_register`.
     ///

@@ -53,12 +53,7 @@ public final class CancelTokenSource: Sendable {
     public func tryCancel() -> Bool { _storage.settle(_wCancelled) }
 
     func _link(to parent: CancelToken) {
-        guard parent.canStillBeCancelled else {
-            if parent.isCancelled { _storage.settle(_wCancelled) }
-            return
-        }
         let storage = _storage
-        let node = _HandlerNode { storage.settle(_wCancelled) }
-        _ = parent._add(node, unless: token, removeOnUnlessImmortal: true)
+        parent._whenCancelledInline(unless: token, removeOnUnlessImmortal: true) { storage.settle(_wCancelled) }
     }
 }

@@ -62,11 +62,9 @@ extension Future {
         if unless.isCancelled { return .cancelled }
         let out = Future()
         let timer = _Timer(after: delay) { out._trySet(.success(value)) }
-        if unless.canStillBeCancelled {
-            _ = unless._add(_HandlerNode {
-                timer.cancel()
-                out._trySet(.failure(CancellationError()))
-            }, unless: out.completionToken)
+        unless._whenCancelledInline(unless: out.completionToken) {
+            timer.cancel()
+            out._trySet(.failure(CancellationError()))
         }
         return out
     }
@@ -80,10 +78,7 @@ extension Future {
         // The source lives as long as `until` can still cancel it (its
         // handler holds it), so the result's token outlives this call.
         let lifetime = CancelTokenSource()
-        if until.isCancelled { lifetime.cancel() }
-        if until.canStillBeCancelled {
-            _ = until._add(_HandlerNode { lifetime.cancel() }, unless: lifetime.token)
-        }
+        until._whenCancelledInline(unless: lifetime.token) { lifetime.cancel() }
         return _timed(timeout, token: lifetime.token, cancelOnTimeout: lifetime, cancelWhen: .immortal, operation)
     }
 
@@ -104,10 +99,8 @@ extension Future {
         let timer = _Timer(after: timeout) {
             if out._trySet(.failure(TimeoutError())) { source.cancel() }
         }
-        if unless.canStillBeCancelled {
-            _ = unless._add(_HandlerNode {
-                if out._trySet(.failure(CancellationError())) { source.cancel() }
-            }, unless: out.completionToken)
+        unless._whenCancelledInline(unless: out.completionToken) {
+            if out._trySet(.failure(CancellationError())) { source.cancel() }
         }
         out.completionToken.whenCancelled { timer.cancel() }
         let result = operation(token)
@@ -162,10 +155,7 @@ extension Future {
     /// first, and removes `registrations` (one per input, O(n) once) as soon
     /// as it completes either way: nothing stays on inputs still pending.
     func _removeOnCompletion(_ registrations: [CancelRegistration], unless: CancelToken) {
-        if unless.isCancelled { _trySet(.failure(CancellationError())) }
-        if unless.canStillBeCancelled {
-            _ = unless._add(_HandlerNode { self._trySet(.failure(CancellationError())) }, unless: completionToken)
-        }
+        unless._whenCancelledInline(unless: completionToken) { self._trySet(.failure(CancellationError())) }
         _ = completionToken._add(_HandlerNode { for r in registrations { r.remove() } }, unless: .immortal)
     }
 

@@ -84,10 +84,10 @@ extension Future {
         let task = Task { [self] in
             do { self._trySet(.success(try await operation())) } catch { self._trySet(.failure(error)) }
         }
-        _ = token._add(_HandlerNode { [self] in
+        token._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) { [self] in
             task.cancel()
             self._trySet(.failure(CancellationError()))
-        }, unless: completionToken, removeOnUnlessImmortal: true)
+        }
     }
 }
 

@@ -21,11 +21,8 @@ public final class FutureSource<Value: Sendable>: Sendable {
     public init(until token: CancelToken) {
         let f = Future<Value>()
         future = f
-        if token.isCancelled {
+        token._whenCancelledInline(unless: f.completionToken, removeOnUnlessImmortal: true) {
             f._trySet(.failure(CancellationError()))
-        } else if token.canStillBeCancelled {
-            _ = token._add(_HandlerNode { f._trySet(.failure(CancellationError())) },
-                           unless: f.completionToken, removeOnUnlessImmortal: true)
         }
     }
 

@@ -63,6 +63,11 @@ import TestSupport
         #expect(await eventually { sawCancel.value == 1 })
     }
 
+    @Test func untilAnImmortalTokenJustRunsTheOperation() async throws {
+        // `.immortal` has no state word to register on: nothing is registered.
+        #expect(try await Future<Int>(until: .immortal) { 7 }.get() == 7)
+    }
+
     @Test func untilRegistrationIsRemovedWhenTheFutureCompletes() async throws {
         let long = CancelTokenSource()
         for _ in 0..<50 { _ = try await Future<Int>(until: long.token) { 1 }.get() }
