@@ -298,7 +298,7 @@ scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrenc
 /// still alive is alive then). Current RSS, not peak RSS: the high-water mark
 /// would hide the growth under whatever an earlier scenario used, so this runs
 /// before the scenarios.
-func flattenChainMemory(depth: Int) -> (bytesPerLevel: Double, peakMB: Double) {
+func flattenChainMemory(depth: Int) -> (bytesPerLevel: Double, grownMB: Double) {
     @Sendable func residentBytes() -> Int {
         // /proc/self/statm: size resident shared ... (in pages)
         let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
@@ -306,8 +306,7 @@ func flattenChainMemory(depth: Int) -> (bytesPerLevel: Double, peakMB: Double) {
         return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
     }
     final class Steps: @unchecked Sendable { var pending: [FutureSource<Void>] = []; var deepest = 0 }
-    let steps = Steps()
-    steps.pending.reserveCapacity(16)
+    let steps = Steps()  // holds at most the one pending level
     let before = residentBytes()
     do {
         // Tail-recursive retry style: nothing to do after the inner future.
@@ -381,7 +380,7 @@ if json {
     }
     if let m = flattenMemory {
         print(String(format: "\nflatten chain %d deep (lockfree): resident memory grew %.1f MB by the innermost level, %.0f bytes per level",
-                     flattenDepth, m.peakMB, m.bytesPerLevel))
+                     flattenDepth, m.grownMB, m.bytesPerLevel))
     }
     print("\nscenarios:")
     for s in scenarios where names.contains(s.name) { print("- \(s.name): \(s.summary)") }

@@ -210,10 +210,10 @@ final class _FlattenNode<Value: Sendable>: _Node, @unchecked Sendable {
         if let o { cf_token_settle(o._tptr, _wImmortal) }
     }
 
-    /// Never removed (its registration is dropped); releases what it holds.
+    /// Never removed in practice (its registration is dropped, and it has no
+    /// `unless` companion); releases what it holds all the same.
     @usableFromInline override func _removed(byUnless: Bool) {
         output = nil; target = nil
-        _settleCompanion()
     }
 }
 
