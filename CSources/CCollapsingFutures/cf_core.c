@@ -66,22 +66,43 @@ int cf_token_register(cf_token *t, cf_node *n) {
 }
 
 // ---- the per-thread drain queue ------------------------------------------
-// Nodes taken off settled tokens wait here, in order, until the outermost
-// settle on this thread runs them. Only this thread touches it: no atomics.
-static __thread cf_node *_Nullable q_head;
-static __thread cf_node *_Nullable q_tail;
-static __thread int q_draining;
+// Nodes taken off settled tokens wait here until this thread's outermost
+// settle runs them. Two lists, both touched by this thread only (no atomics):
+//   started  what the running callback (or the outermost call) has started,
+//            in the order started: settles and queued unlinked runs;
+//   rest     what was already waiting: the running callback's later siblings.
+// After each callback the started list is spliced in front of the rest, so
+// what a handler starts runs right after it returns and before its later
+// siblings: the order synchronous recursion gives at callback boundaries,
+// with constant native stack.
+static __thread cf_node *_Nullable started_head;
+static __thread cf_node *_Nullable started_tail;
+static __thread cf_node *_Nullable rest_head;
+static __thread int draining;
+
+static void enqueue_started(cf_node *first, cf_node *last) {
+    last->next = NULL;
+    if (started_tail) started_tail->next = first; else started_head = first;
+    started_tail = last;
+}
 
 static void drain(void) {
-    q_draining = 1;
-    cf_node *n;
-    while ((n = q_head) != NULL) {
-        q_head = n->next;
-        if (q_head == NULL) q_tail = NULL;
+    draining = 1;
+    for (;;) {
+        if (started_head) {
+            started_tail->next = rest_head;
+            rest_head = started_head;
+            started_head = started_tail = NULL;
+        }
+        cf_node *n = rest_head;
+        if (n == NULL) break;
+        rest_head = n->next;
         int cancelled = n->op == CF_W_CANCELLED;
         // Full CAS out of LIVE: exactly one of settle/remove wins the node.
         // Acquire: the winner sees the handler the registering thread wrote;
         // release: a remover that loses and reads the state sees our claim.
+        // Claimed here, just before it runs, not when its token settled: an
+        // `unless` token cancelled by an earlier handler still removes it.
         int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
                                            cancelled ? CF_N_CLAIMED : CF_N_DISCARDED);
         cf_node_fn fn = n->fn;
@@ -89,7 +110,17 @@ static void drain(void) {
         // After this call the node may be freed: nothing of it is read again.
         fn(ctx, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
     }
-    q_draining = 0;
+    draining = 0;
+}
+
+int cf_drain_must_queue(void) {
+    return draining && started_head != NULL;
+}
+
+void cf_node_enqueue(cf_node *n, uintptr_t terminal) {
+    n->op = terminal;
+    enqueue_started(n, n);
+    if (!draining) drain();
 }
 
 int cf_token_settle(cf_token *t, uintptr_t terminal) {
@@ -119,11 +150,8 @@ int cf_token_settle(cf_token *t, uintptr_t terminal) {
         fifo = lifo;
         lifo = next;
     }
-    if (fifo) {
-        if (q_tail) q_tail->next = fifo; else q_head = fifo;
-        q_tail = last;
-    }
-    if (!q_draining) drain();
+    if (fifo) enqueue_started(fifo, last);
+    if (!draining) drain();
     return 1;
 }
 

@@ -98,7 +98,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
             return Int32(CF_REG_IMMORTAL)
         }
         node._setThreading(queue)
-        if w & _wCancelled != 0 {
+        if w & _wCancelled != 0 && cf_drain_must_queue() == 0 {
             if cf_node_claim(node._ptr, UInt(CF_N_CLAIMED)) != 0 { node._dispatchRun() }
             return Int32(CF_REG_CANCELLED)
         }

@@ -59,7 +59,7 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
     }
     let node = _ContinuationNode(output: output, body)
     node._setThreading(queue)
-    if w & _wCancelled != 0 {
+    if w & _wCancelled != 0 && cf_drain_must_queue() == 0 {
         if cf_node_claim(node._ptr, UInt(CF_N_CLAIMED)) != 0 { node._dispatchRun() }
         return CancelRegistration(neverRuns: false)
     }

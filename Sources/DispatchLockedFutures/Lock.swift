@@ -23,10 +23,13 @@ final class _Lock: Sendable {
 #endif
 
 /// Cascades of handlers run from a per-thread queue drained by the outermost
-/// settle (the same no-recursion rule as the lock-free core).
+/// settle (the same no-recursion rule and order as the lock-free core: what
+/// a handler starts runs right after it returns, before its later siblings).
 final class _Drain {
-    var pending: [() -> Void] = []
-    var head = 0
+    /// Started by the running handler (or the outermost call), in order.
+    var started: [() -> Void] = []
+    /// Waiting siblings, as a stack: the next to run is last.
+    var rest: [() -> Void] = []
     var draining = false
 
     nonisolated(unsafe) static var key: pthread_key_t = {
@@ -42,19 +45,28 @@ final class _Drain {
         return d
     }
 
-    /// Runs `batch` in order after whatever this thread is already running.
+    /// Whether a handler found runnable now must wait behind work the running
+    /// handler has already started (so it cannot overtake earlier ones).
+    static var mustQueue: Bool {
+        let d = current
+        return d.draining && !d.started.isEmpty
+    }
+
+    /// Runs `batch` in order right after the running handler returns (at
+    /// once, outside any handler).
     static func run(_ batch: [() -> Void]) {
         let d = current
-        d.pending.append(contentsOf: batch)
+        d.started.append(contentsOf: batch)
         guard !d.draining else { return }
         d.draining = true
-        while d.head < d.pending.count {
-            let f = d.pending[d.head]
-            d.head += 1
+        while true {
+            if !d.started.isEmpty {
+                d.rest.append(contentsOf: d.started.reversed())
+                d.started.removeAll(keepingCapacity: true)
+            }
+            guard let f = d.rest.popLast() else { break }
             f()
         }
-        d.pending.removeAll(keepingCapacity: true)
-        d.head = 0
         d.draining = false
     }
 }

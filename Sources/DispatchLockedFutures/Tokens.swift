@@ -14,8 +14,10 @@ final class _Entry: @unchecked Sendable {
     var onDiscard: (() -> Void)?
     var onUnlessRemoved: (() -> Void)?
     var companion: CancelRegistration?
-    /// Set under the token's lock when a cancel takes this entry to run it.
-    var ran = false
+    /// Guarded by the token's lock: live, then exactly one of ran (claimed
+    /// to run), removed or discarded. Claimed when its turn in the drain
+    /// comes, so a remove() made by an earlier handler still wins.
+    var fate = _Fate.live
     init(_ h: @escaping @Sendable () -> Void) { handler = h }
 
     func fire() {
@@ -26,6 +28,8 @@ final class _Entry: @unchecked Sendable {
         else { h() }
     }
 }
+
+enum _Fate { case live, ran, removed, discarded }
 
 final class _TokenState: @unchecked Sendable {
     let lock = _Lock()
@@ -40,16 +44,29 @@ final class _TokenState: @unchecked Sendable {
             state = to
             let h = handlers
             handlers = []
-            if to == .cancelled { for e in h { e.ran = true } }
             return h
         }
         guard let taken else { return false }
-        if to == .cancelled {
-            _Drain.run(taken.map { e in { e.companion?._removeQuietly(); e.companion = nil; e.fire() } })
-        } else {
-            _Drain.run(taken.map { e in { e.companion?._removeQuietly(); e.companion = nil; e.handler = nil; e.onDiscard?(); e.onDiscard = nil } })
-        }
+        _Drain.run(taken.map { e in { self.settleTaken(e, to) } })
         return true
+    }
+
+    /// Runs or discards an entry taken off the list (or queued unlinked),
+    /// if nothing removed it before its turn.
+    func settleTaken(_ e: _Entry, _ to: CancelTokenState) {
+        let won = lock.sync { () -> Bool in
+            guard e.fate == .live else { return false }
+            e.fate = to == .cancelled ? .ran : .discarded
+            return true
+        }
+        guard won else { return }
+        e.companion?._removeQuietly()
+        e.companion = nil
+        if to == .cancelled {
+            e.fire()
+        } else {
+            e.handler = nil; e.onDiscard?(); e.onDiscard = nil
+        }
     }
 
     /// Adds `e`, or returns the settled state without adding.
@@ -60,11 +77,12 @@ final class _TokenState: @unchecked Sendable {
         }
     }
 
-    /// Removes `e` if still registered (linear, as the original's array).
+    /// Removes `e` if it has not been claimed (linear, as the original's array).
     func remove(_ e: _Entry) -> Bool {
         lock.sync {
-            guard let i = handlers.firstIndex(where: { $0 === e }) else { return false }
-            handlers.remove(at: i)
+            guard e.fate == .live else { return false }
+            e.fate = .removed
+            if let i = handlers.firstIndex(where: { $0 === e }) { handlers.remove(at: i) }
             return true
         }
     }
@@ -85,7 +103,7 @@ public struct CancelRegistration: Sendable {
             entry.companion = nil
             return true
         }
-        return state.lock.sync { !entry.ran }
+        return state.lock.sync { entry.fate != .ran }
     }
 
     func _removeQuietly() { _ = remove() }
@@ -143,8 +161,12 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
             if removeOnUnlessImmortal { link.onDiscard = { reg._removeQuietly() } }
             e.companion = CancelRegistration(state: us, entry: link, neverRuns: false)
             switch s.add(e) {
+            case .cancelled where _Drain.mustQueue:
+                _Drain.run([{ s.settleTaken(e, .cancelled) }])
+                _addLink(link, on: us)
             case .cancelled:
                 e.companion = nil
+                e.fate = .ran
                 e.fire()
                 return CancelRegistration(state: nil, entry: nil, neverRuns: false)
             case .immortal:
@@ -152,16 +174,16 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
                 e.handler = nil; e.onDiscard?()
                 return CancelRegistration(state: nil, entry: nil, neverRuns: true)
             case .stillCancellable:
-                switch us.add(link) {
-                case .cancelled: link.fire()
-                case .immortal: link.handler = nil; link.onDiscard?()
-                case .stillCancellable: break
-                }
+                _addLink(link, on: us)
             }
             return reg
         }
         switch s.add(e) {
+        case .cancelled where _Drain.mustQueue:
+            _Drain.run([{ s.settleTaken(e, .cancelled) }])
+            return reg
         case .cancelled:
+            e.fate = .ran
             e.fire()
             return CancelRegistration(state: nil, entry: nil, neverRuns: false)
         case .immortal:
@@ -169,6 +191,16 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
             return CancelRegistration(state: nil, entry: nil, neverRuns: true)
         case .stillCancellable:
             return reg
+        }
+    }
+
+    /// Pushes the unless-link of an entry that was registered (or queued).
+    private func _addLink(_ link: _Entry, on us: _TokenState) {
+        switch us.add(link) {
+        case .cancelled where _Drain.mustQueue: _Drain.run([{ us.settleTaken(link, .cancelled) }])
+        case .cancelled: link.fate = .ran; link.fire()
+        case .immortal: link.handler = nil; link.onDiscard?()
+        case .stillCancellable: break
         }
     }
 

@@ -24,10 +24,19 @@
 // its ordering is enough.
 //
 // The core never calls back while it owns anything: callbacks (cf_node.fn) run
-// only after the node's fate is settled and the token word is released. A
-// cancellation that starts inside a callback is queued on the calling thread
-// and drained by the outermost cancel (a loop, not recursion), so cascades of
-// any length use constant stack.
+// only after the node's fate is settled and the token word is released.
+//
+// Drain order. Settled nodes are run from a per-thread queue by the outermost
+// settle on that thread (a loop, not recursion), so cascades of any length use
+// constant stack. A node is claimed (LIVE -> CLAIMED/DISCARDED) only when its
+// turn comes, so a remove() made by an earlier handler (an `unless` token it
+// cancelled) still wins. What a callback starts (settles, and unlinked runs
+// queued by cf_node_enqueue) runs right after that callback returns, in the
+// order started, before the callback's later siblings: the order synchronous
+// recursion would give at callback boundaries. A registration that finds its
+// token cancelled runs inline, unless the running callback has already
+// started something still waiting (cf_drain_must_queue): then it queues
+// behind that, so it cannot overtake handlers registered before it.
 #ifndef CF_CORE_H
 #define CF_CORE_H
 
@@ -108,7 +117,8 @@ int cf_token_register(cf_token *t, cf_node *n);
 /// settles every node: claimed ones run (cancel) or are discarded
 /// (immortalize) in registration order, on this thread. Any thread; exactly
 /// one caller wins (returns 1), the rest return 0. Full CAS. Inside a
-/// callback the settling is queued and done after that callback returns.
+/// callback the nodes are queued and run right after that callback returns
+/// (see "Drain order" above).
 int cf_token_settle(cf_token *t, uintptr_t terminal);
 
 /// Claims `n` for removal (LIVE -> REMOVED). Any thread, concurrently with
@@ -122,6 +132,19 @@ int cf_node_remove(cf_token *t, cf_node *n);
 /// token already settled): LIVE -> `fate` (CF_N_CLAIMED or CF_N_DISCARDED).
 /// Races only with cf_node_remove. Full CAS, as in the drain. 1 if won.
 int cf_node_claim(cf_node *n, uintptr_t fate);
+
+/// Whether an unlinked node that must run now (its token was found
+/// cancelled) has to wait in this thread's drain queue instead of running
+/// inline: true inside a callback that has already started work still
+/// waiting. This thread only; no atomics.
+int cf_drain_must_queue(void);
+
+/// Queues an unlinked node (its registration found the token settled to
+/// `terminal`) at the end of what the running callback started; the queue
+/// takes the caller's reference and hands it back through the callback. It
+/// is claimed when its turn comes, like a listed node (so remove() may still
+/// win). Outside any callback it is drained at once. This thread only.
+void cf_node_enqueue(cf_node *n, uintptr_t terminal);
 
 /// Acquire load of a node's state.
 uintptr_t cf_node_state(const cf_node *n);

@@ -94,7 +94,8 @@ func _tokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
 }
 
 /// Registers `node` on the token stored in `owner`. Returns CF_REG_ADDED
-/// (the list took a reference) or the terminal state found (nothing linked).
+/// (the list, or this thread's drain queue, took a reference) or the
+/// terminal state found (nothing linked).
 /// When it returns a terminal state, it has also settled the unlinked node
 /// itself (claim, then run or discard), unless a remover got there first.
 /// Companions are always pushed after their node, so a node that found its
@@ -104,13 +105,19 @@ func _tokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
 func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     let u = Unmanaged.passRetained(node)
     let r = cf_token_register(_tokenPtr(owner), node._ptr)
-    if r != Int32(CF_REG_ADDED) {
-        u.release()
-        node._companion = nil
-        let cancelled = r == Int32(CF_REG_CANCELLED)
-        if cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 {
-            if cancelled { node._dispatchRun() } else { node._discard() }
-        }
+    if r == Int32(CF_REG_ADDED) { return r }
+    if r == Int32(CF_REG_CANCELLED) && cf_drain_must_queue() != 0 {
+        // Inside a handler that has started work still waiting: queue behind
+        // it (cf_core.h, "Drain order"). The queue takes `u`; the node keeps
+        // its companion and can be removed until its turn, as if listed.
+        cf_node_enqueue(node._ptr, _wCancelled)
+        return Int32(CF_REG_ADDED)
+    }
+    u.release()
+    node._companion = nil
+    let cancelled = r == Int32(CF_REG_CANCELLED)
+    if cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 {
+        if cancelled { node._dispatchRun() } else { node._discard() }
     }
     return r
 }
