@@ -214,7 +214,7 @@ int cf_node_claim(cf_node *n, uintptr_t fate) {
     return AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, fate);
 }
 
-size_t cf_token_debug_count(cf_token *t) {
+static size_t debug_count(cf_token *t, int live_only) {
     for (;;) {
         AO_t w = AO_load_acquire(W(&t->word));
         if (w & CF_W_TERMINAL) return 0;
@@ -223,7 +223,10 @@ size_t cf_token_debug_count(cf_token *t) {
         // Acquire, as a cleaner: the links below are stable until we clear it.
         if (!AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)) continue;
         size_t count = 0;
-        for (cf_node *n = NODE_OF(w); n; n = n->next) count++;
+        for (cf_node *n = NODE_OF(w); n; n = n->next) {
+            // Acquire, as the cleaner's read of a node state.
+            if (!live_only || AO_load_acquire(W(&n->state)) == CF_N_LIVE) count++;
+        }
         AO_t cur_w = AO_load(W(&t->word));
         for (;;) {
             // Release: as the cleaner's clear.
@@ -253,3 +256,7 @@ int cf_is_main_thread(void) {
     if (main_cache == 0) main_cache = (syscall(SYS_gettid) == getpid()) ? 1 : 2;
     return main_cache == 1;
 }
+
+size_t cf_token_debug_count(cf_token *t) { return debug_count(t, 0); }
+
+size_t cf_token_debug_count_live(cf_token *t) { return debug_count(t, 1); }

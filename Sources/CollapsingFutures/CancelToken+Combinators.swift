@@ -10,12 +10,12 @@ extension CancelToken {
 
     /// Array form of `any(_:)`.
     public static func any(_ tokens: [CancelToken]) -> CancelToken {
-        var live: [CancelToken] = []
+        var live: [CancelToken] = [], seen = Set<CancelToken>()
         for t in tokens {
             switch t.state {
             case .cancelled: return .cancelled
             case .immortal: continue
-            case .stillCancellable: if !live.contains(t) { live.append(t) }
+            case .stillCancellable: if seen.insert(t).inserted { live.append(t) }
             }
         }
         if live.isEmpty { return .immortal }
@@ -36,12 +36,12 @@ extension CancelToken {
 
     /// Array form of `all(_:)`.
     public static func all(_ tokens: [CancelToken]) -> CancelToken {
-        var live: [CancelToken] = []
+        var live: [CancelToken] = [], seen = Set<CancelToken>()
         for t in tokens {
             switch t.state {
             case .cancelled: continue
             case .immortal: return .immortal
-            case .stillCancellable: if !live.contains(t) { live.append(t) }
+            case .stillCancellable: if seen.insert(t).inserted { live.append(t) }
             }
         }
         if live.isEmpty { return .cancelled }
@@ -55,13 +55,6 @@ extension CancelToken {
         }
         return result
     }
-}
-
-final class _Countdown: Sendable {
-    let value: Atomic<Int>
-    init(_ n: Int) { value = Atomic(n) }
-    /// True for the call that reaches zero.
-    func tick() -> Bool { value.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 }
 }
 
 /// One input of `CancelToken.all`: counts down on cancel, immortalizes the

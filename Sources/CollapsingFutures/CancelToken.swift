@@ -125,6 +125,15 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
         _ = _add(_HandlerNode(action), unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
     }
 
+    /// Library bookkeeping that must happen once the token settles either
+    /// way (removing registrations that stopped mattering, stopping a
+    /// timer): `action` runs inline on the settling thread when the token is
+    /// cancelled or becomes immortal, at once if it already has.
+    func _whenSettledInline(_ action: @escaping @Sendable () -> Void) {
+        guard let owner = _owner, canStillBeCancelled else { action(); return }
+        _ = _register(owner, _HandlerNode(runOnDiscard: true, action))
+    }
+
     /// Registers `node` with the optional `unless` link. If the token settled
     /// meanwhile, the node was run or discarded by `_register`.
     ///
@@ -164,5 +173,12 @@ extension CancelToken {
     @_spi(Testing) public var _linkedNodeCount: Int {
         guard let o = _owner else { return 0 }
         return cf_token_debug_count(_tokenPtr(o))
+    }
+
+    /// Of `_linkedNodeCount`, the registrations still live (not removed):
+    /// what the token still holds for handlers that may run.
+    @_spi(Testing) public var _liveRegistrationCount: Int {
+        guard let o = _owner else { return 0 }
+        return cf_token_debug_count_live(_tokenPtr(o))
     }
 }

@@ -1,51 +1,13 @@
 import CCollapsingFutures
 import Dispatch
-import Synchronization
 
-/// The failure of `Future.race` when every operation failed: each failure,
-/// in the order of the operations.
-public struct RaceFailure: Error, Sendable {
-    /// Every operation's failure, in the order of the operations.
-    public let failures: [any Error]
-}
-
-/// A one-shot Dispatch timer whose payload is released the moment it is
-/// cancelled (not when the deadline passes).
-final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
-    private let source: any DispatchSourceTimer
-    private let action: _Locked<(@Sendable () -> Void)?>
-
-    init(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
-        self.action = _Locked(action)
-        // A private serial queue (overcommitting): timers fire on time even
-        // while the global pool is saturated by blocking work.
-        source = DispatchSource.makeTimerSource(queue: _timerQueue)
-        let (s, atto) = delay.components
-        let ns = max(0, s * 1_000_000_000 + atto / 1_000_000_000)
-        source.schedule(deadline: .now() + .nanoseconds(Int(clamping: ns)), leeway: .nanoseconds(0))
-        // The handler keeps the timer alive until it fires or is cancelled
-        // (a cycle that both of those break).
-        source.setEventHandler { self.fire() }
-        source.activate()
-    }
-
-    private func fire() {
-        let a = action.withLock { a -> (@Sendable () -> Void)? in defer { a = nil }; return a }
-        source.setEventHandler(handler: nil)
-        source.cancel()
-        a?()
-    }
-
-    /// Stops the timer; the payload is released before this returns.
-    func cancel() {
-        action.withLock { $0 = nil }
-        source.setEventHandler(handler: nil)
-        source.cancel()
-    }
-}
-
-/// Where timers fire and complete their futures.
-let _timerQueue = DispatchQueue(label: "CollapsingFutures.timers")
+// Every output here follows one rule: it is completed only through an owner
+// whose death makes it immortal (a `FutureSource`, or a continuation node
+// that immortalizes its output when discarded), and that owner is held only
+// by the registrations that can still complete it. When every one of them is
+// discarded, the output becomes immortal and what was registered on it is
+// freed. Bookkeeping registrations run inline on the completing thread (no
+// main-queue hop) and are removed once the output settles either way.
 
 extension Future {
     /// Runs `operation` on `queue` and completes with its outcome.
@@ -58,55 +20,129 @@ extension Future {
     /// Succeeds with `value` after `delay`, or fails with `CancellationError`
     /// if `unless` is cancelled first (the timer is cancelled and `value`
     /// released at once).
+    ///
+    /// A zero delay returns an already-completed future. A delay of 100
+    /// years or more never fires: the result is immortal unless `unless`
+    /// can still cancel it. A negative delay is a programming error.
     public static func delayed(_ value: Value, by delay: Duration, unless: CancelToken = .immortal) -> Future {
+        _Delay.check(delay, "delay", of: "Future.delayed(_:by:unless:)")
+        if delay == .zero { return .succeeded(value) }
         if unless.isCancelled { return .cancelled }
-        let out = Future()
-        let timer = _Timer(after: delay) { out._trySet(.success(value)) }
-        unless._whenCancelledInline(unless: out.completionToken) {
-            timer.cancel()
-            out._trySet(.failure(CancellationError()))
+        let source = FutureSource<Value>()
+        let out = source.future
+        let timer = _Timer.after(delay) { source.trySetResult(value) }
+        unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
+            timer?.cancel()
+            source.trySetFailedWithCancel()
         }
         return out
     }
 
     /// Until-style timeout: `operation` gets a token that lasts as long as
-    /// its result should (cancelled when `until` is). If the result is not
-    /// in after `timeout`, that token is cancelled and this fails with
-    /// `TimeoutError`.
-    public static func withTimeout(_ timeout: Duration, until: CancelToken = .immortal,
+    /// its result should: until `until` is cancelled.
+    ///
+    /// - If the result is not in after `timeout`, that token is cancelled
+    ///   first, then this fails with `TimeoutError` (a late result is cleaned
+    ///   up through its token).
+    /// - If `until` is cancelled first, the token is cancelled and this fails
+    ///   with `CancellationError` at once; if it already is, `operation` is
+    ///   not run. A zero timeout fails with `TimeoutError` without running it.
+    /// - If the operation fails, its token is cancelled (nothing stays
+    ///   registered on `until`) and the failure is forwarded.
+    /// - A timeout of 100 years or more never fires. If the operation's
+    ///   future is immortal and neither the timer nor `until` can fire, the
+    ///   result is immortal.
+    public static func withTimeout(_ timeout: Duration, until: CancelToken,
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
-        // The source lives as long as `until` can still cancel it (its
-        // handler holds it), so the result's token outlives this call.
+        _Delay.check(timeout, "timeout", of: "Future.withTimeout(_:until:_:)")
+        if until.isCancelled { return .cancelled }
+        if timeout == .zero { return .timedOut }
+        let source = FutureSource<Value>()
+        let out = source.future
         let lifetime = CancelTokenSource()
-        until._whenCancelledInline(unless: lifetime.token) { lifetime.cancel() }
-        return _timed(timeout, token: lifetime.token, cancelOnTimeout: lifetime, cancelWhen: .immortal, operation)
+        /// Claim the result, cancel the operation's token, then publish: so
+        /// whoever sees the result sees the token cancelled, and what the
+        /// cancel triggers (the operation failing) cannot publish first.
+        @Sendable func end(_ r: Result<Value, any Error>) {
+            let won = out._claim()
+            lifetime.cancel()
+            if won { out._complete(r) }
+        }
+        // The result's lifetime: ended by `until`; the registration goes as
+        // soon as the lifetime ends any other way.
+        until._whenCancelledInline(unless: lifetime.token) {
+            withExtendedLifetime(source) { end(.failure(CancellationError())) }
+        }
+        let timer = _Timer.after(timeout) {
+            withExtendedLifetime(source) { end(.failure(TimeoutError())) }
+        }
+        let result = operation(lifetime.token)
+        result.completionToken._whenSettledInline {
+            switch result.result {
+            case .success(let v)?:
+                timer?.cancel()
+                source.trySetResult(v)        // late (timed out): cleaned up by its cancelled token
+            case .failure(let e)?:
+                timer?.cancel()
+                withExtendedLifetime(source) { end(.failure(e)) }
+            case nil:
+                // Immortal: it will never produce anything. The timer or
+                // `until` still fails the result; with neither able to, nobody
+                // holds its source any more and the result is immortal.
+                break
+            }
+        }
+        return out
     }
 
     /// Unless-style timeout: `operation` gets a token that is cancelled when
-    /// the timeout (this fails with `TimeoutError`) or `unless` (this fails
-    /// with `CancellationError`) comes first.
+    /// the timeout or `unless` comes first; then this waits for the operation
+    /// to confirm and forwards what it says.
+    ///
+    /// - A late success is delivered, never dropped (it may hold a resource).
+    /// - A `CancellationError` from the operation becomes `TimeoutError`
+    ///   (timeout) or stays `CancellationError` (`unless`); other failures
+    ///   are forwarded as they are.
+    /// - If the operation's future is or becomes immortal, the timeout or
+    ///   `unless` fails this at once; with neither able to fire, this is
+    ///   immortal too.
+    /// - An already-cancelled `unless` fails with `CancellationError` and a
+    ///   zero timeout with `TimeoutError`, without running `operation`.
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
+        _Delay.check(timeout, "timeout", of: "Future.withTimeout(_:unless:_:)")
+        if unless.isCancelled { return .cancelled }
+        if timeout == .zero { return .timedOut }
+        let source = FutureSource<Value>()
+        let out = source.future
         let attempt = CancelTokenSource()
-        return _timed(timeout, token: attempt.token, cancelOnTimeout: attempt, cancelWhen: unless, operation)
-    }
-
-    private static func _timed(_ timeout: Duration, token: CancelToken, cancelOnTimeout source: CancelTokenSource,
-                               cancelWhen unless: CancelToken,
-                               _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
-        if unless.isCancelled { source.cancel(); return .cancelled }
-        let out = Future()
-        let timer = _Timer(after: timeout) {
-            if out._trySet(.failure(TimeoutError())) { source.cancel() }
+        let stop = _TimeoutStop()
+        let timer = _Timer.after(timeout) {
+            guard let gone = stop.stop(.timeout) else { return }
+            attempt.cancel()
+            if gone { source.trySetFailedWithTimeout() }
         }
-        unless._whenCancelledInline(unless: out.completionToken) {
-            if out._trySet(.failure(CancellationError())) { source.cancel() }
+        unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
+            guard let gone = stop.stop(.unless) else { return }
+            attempt.cancel()
+            if gone { source.trySetFailedWithCancel() }
         }
-        out.completionToken.whenCancelled { timer.cancel() }
-        let result = operation(token)
-        // Keep the source alive until the outcome is known.
-        result.finallyDo(unless: out.completionToken) { r in
-            withExtendedLifetime(source) { _ = out._trySet(r._result!) }
+        let result = operation(attempt.token)
+        result.completionToken._whenSettledInline {
+            guard let r = result.result else {
+                switch stop.operationGone() {
+                case .timeout?: source.trySetFailedWithTimeout()
+                case .unless?: source.trySetFailedWithCancel()
+                case nil: break   // the timer or `unless` will say
+                }
+                return
+            }
+            timer?.cancel()
+            if case .failure(let e) = r, e is CancellationError, stop.reason == .timeout {
+                source.trySetFailedWithTimeout()
+            } else {
+                source.trySet(r)
+            }
         }
         return out
     }
@@ -114,16 +150,17 @@ extension Future {
     /// Succeeds with every value, in order, once all succeed; fails as soon
     /// as one fails, with that failure; fails with `CancellationError` if
     /// `unless` is cancelled first; immortal if an input is. Registrations
-    /// still waiting are removed as soon as the result is known. O(n).
+    /// still waiting are removed as soon as the result settles either way. O(n).
     public static func all(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Value]> {
         let inputs = Array(futures)
         if inputs.isEmpty { return .succeeded([]) }
+        if unless.isCancelled { return .cancelled }
         let out = Future<[Value]>()
         let slots = _Slots<Value>(inputs.count)
         var registrations: [CancelRegistration] = []
         registrations.reserveCapacity(inputs.count)
         for (i, f) in inputs.enumerated() {
-            registrations.append(_chain(f, nil, .immortal, output: out) { _ in
+            registrations.append(_chain(f, nil, .immortal, output: out, inline: true) { _ in
                 switch f._result! {
                 case .failure(let e): out._trySet(.failure(e))
                 case .success(let v):
@@ -131,82 +168,98 @@ extension Future {
                 }
             })
         }
-        out._removeOnCompletion(registrations, unless: unless)
+        out._removeOnSettle(registrations, unless: unless)
         return out
     }
 
     /// Completes with the same futures once every one has completed (either
-    /// way); fails with `CancellationError` if `unless` is cancelled first.
+    /// way); fails with `CancellationError` if `unless` is cancelled first;
+    /// immortal if an input is.
     public static func allSettled(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Future]> {
         let inputs = Array(futures)
         if inputs.isEmpty { return .succeeded([]) }
+        if unless.isCancelled { return .cancelled }
         let out = Future<[Future]>()
         let remaining = _Countdown(inputs.count)
         let registrations = inputs.map { f in
-            _chain(f, nil, .immortal, output: out) { _ in
+            _chain(f, nil, .immortal, output: out, inline: true) { _ in
                 if remaining.tick() { out._trySet(.success(inputs)) }
             }
         }
-        out._removeOnCompletion(registrations, unless: unless)
+        out._removeOnSettle(registrations, unless: unless)
         return out
     }
 
     /// Fails this future with `CancellationError` when `unless` is cancelled
     /// first, and removes `registrations` (one per input, O(n) once) as soon
-    /// as it completes either way: nothing stays on inputs still pending.
-    func _removeOnCompletion(_ registrations: [CancelRegistration], unless: CancelToken) {
-        unless._whenCancelledInline(unless: completionToken) { self._trySet(.failure(CancellationError())) }
-        _ = completionToken._add(_HandlerNode { for r in registrations { r.remove() } }, unless: .immortal)
+    /// as it settles either way (completed or immortal): nothing stays on
+    /// inputs still pending.
+    func _removeOnSettle(_ registrations: [CancelRegistration], unless: CancelToken) {
+        unless._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) {
+            self._trySet(.failure(CancellationError()))
+        }
+        completionToken._whenSettledInline { for r in registrations { r.remove() } }
     }
 
     /// The first success of `operations`, each run with its own token.
     ///
-    /// When one succeeds, the others' tokens are cancelled (losers stop; a
-    /// late winner's result is cleaned up through its token). If every one
-    /// fails, this fails with `RaceFailure` holding every failure. `until`
-    /// cancels every operation's token.
+    /// - When one succeeds, the others' tokens are cancelled first (losers
+    ///   stop; a late winner's result is cleaned up through its token), then
+    ///   the result is published. The winner's token lasts until `until`.
+    /// - If every one fails, each token is cancelled and this fails with
+    ///   `RaceFailure` holding every failure, in the order of the operations.
+    /// - Cancelling `until` — before, during or after the race — cancels
+    ///   every operation's token, the winner's included; during the race the
+    ///   result fails with `CancellationError`. If it already is, no
+    ///   operation runs.
+    /// - If no operation can win any more (the rest are immortal), the result
+    ///   is immortal, unless `until` can still cancel it.
     public static func race(_ operations: [@Sendable (CancelToken) -> Future], until: CancelToken = .immortal) -> Future {
         if operations.isEmpty { return .failed(RaceFailure(failures: [])) }
-        let out = Future()
-        let sources = operations.map { _ in CancelTokenSource(until: until) }
-        let failures = _Slots<any Error>(operations.count)
-        let won = _Once()
-        for (i, op) in operations.enumerated() {
-            let f = op(sources[i].token)
-            f.finallyDo { r in
-                switch r._result! {
-                case .success(let v):
-                    // Losers are cancelled before the result is published, so
-                    // whoever sees the winner also sees them cancelled.
-                    if won.claim() {
-                        for (j, s) in sources.enumerated() where j != i { s.cancel() }
-                        out._trySet(.success(v))
-                    } else {
-                        sources[i].cancel()   // a late winner: its result's lifetime ends now
-                    }
-                case .failure(let e):
-                    if failures.fill(i, e) { out._trySet(.failure(RaceFailure(failures: failures.values()))) }
-                }
-            }
+        if until.isCancelled { return .cancelled }
+        let race = _Race<Value>(operations.count, until: until)
+        until._whenCancelledInline(unless: race.source.future.completionToken, removeOnUnlessImmortal: true) {
+            race.untilCancelled()
         }
-        return out
+        for (i, op) in operations.enumerated() {
+            let f = op(race.tokens[i].token)
+            f.completionToken._whenSettledInline { race.arrived(i, f) }
+        }
+        return race.source.future
     }
 
     /// Retries `operation` with growing timeouts (the original's blog-post
-    /// loop): try `i` gets `baseTimeout * backoff^i` (until-style); only a
+    /// loop): try `i` gets `baseTimeout * backoff^i` (until-style, so try
+    /// `i`'s token is cancelled before try `i + 1` starts); only a
     /// `TimeoutError` is retried; the first success or other failure ends it.
     /// `maxTries` of 0 fails with `TimeoutError`. Cancelling `until` stops it
-    /// at once (`CancellationError`) and cancels the try in flight.
+    /// at once (`CancellationError`) and cancels the try in flight. Timeouts
+    /// that grow past 100 years never fire. Negative `maxTries` or
+    /// `baseTimeout`, and a `backoff` that is negative, infinite or NaN, are
+    /// programming errors (stopped at once, with a message).
     public static func retrying(upTo maxTries: Int, baseTimeout: Duration, backoff: Double = 2,
                                 until: CancelToken = .immortal,
                                 _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
+        let function = "Future.retrying(upTo:baseTimeout:backoff:until:_:)"
+        if maxTries < 0 { fatalError("\(function): maxTries must not be negative (got \(maxTries))") }
+        _Delay.check(baseTimeout, "baseTimeout", of: function)
+        if !(backoff.isFinite && backoff >= 0) {
+            fatalError("\(function): backoff must be finite and not negative (got \(backoff))")
+        }
         @Sendable func attempt(_ i: Int, _ timeout: Duration) -> Future {
             if i >= maxTries { return .timedOut }
             if until.isCancelled { return .cancelled }
-            return withTimeout(timeout, until: until, operation).catch(unless: until) { (e: any Error) throws -> Future in
-                guard e is TimeoutError else { throw e }
-                return attempt(i + 1, timeout * backoff)
+            let tried = withTimeout(timeout, until: until, operation)
+            let out = Future()
+            _chain(tried, nil, until, output: out, inline: true) { ok in
+                guard ok else { out._trySet(.failure(CancellationError())); return }
+                if case .failure(let e) = tried._result!, e is TimeoutError {
+                    out._trySetFuture(attempt(i + 1, _Delay.scaled(timeout, by: backoff)))
+                } else {
+                    out._trySet(tried._result!)
+                }
             }
+            return out
         }
         return attempt(0, baseTimeout).unless(until)
     }
@@ -214,60 +267,28 @@ extension Future {
 
 extension Sequence {
     /// The same outcomes, ordered by completion: the i-th result completes
-    /// like the i-th input to complete. If `unless` is cancelled first, the
-    /// results not yet completed fail with `CancellationError`.
+    /// like the i-th input to complete.
+    ///
+    /// If `unless` is cancelled first, the results not yet completed fail
+    /// with `CancellationError` (O(n) once, and the registrations on the
+    /// inputs are removed). Results that no input can fill any more (an
+    /// input is immortal) become immortal once the rest have completed,
+    /// unless `unless` can still cancel them.
     public func orderedByCompletion<V>(unless: CancelToken = .immortal) -> [Future<V>] where Element == Future<V> {
         let inputs = Array(self)
-        let outs = inputs.map { _ in Future<V>() }
-        let shared = _Shared(outs)
-        let stop = CancelToken.any(unless, outs.last?.completionToken ?? .immortal)
-        for f in inputs {
-            _chain(f, nil, stop, output: nil) { ok in
-                guard ok else {
-                    for o in shared.outs { o._trySet(.failure(CancellationError())) }
-                    return
-                }
-                let i = shared.next.add(1, ordering: .relaxed).oldValue
-                shared.outs[i]._trySet(f._result!)
-            }
-            // An immortal input never fills its slot: the slot it would have
-            // taken stays pending (as the input would).
+        if inputs.isEmpty { return [] }
+        let ordered = _Ordered<V>(inputs.count)
+        let outs = ordered.outs
+        if unless.isCancelled {
+            ordered.cancelRest()
+            return outs
         }
+        let registrations = inputs.map { f in
+            _chain(f, nil, .immortal, output: nil, inline: true) { _ in ordered.fill(f._result!) }
+        }
+        let last = outs[outs.count - 1].completionToken
+        unless._whenCancelledInline(unless: last, removeOnUnlessImmortal: true) { ordered.cancelRest() }
+        last._whenSettledInline { for r in registrations { r.remove() } }
         return outs
     }
-}
-
-final class _Shared<V: Sendable>: Sendable {
-    let outs: [Future<V>]
-    let next = Atomic<Int>(0)
-    init(_ outs: [Future<V>]) { self.outs = outs }
-}
-
-/// A flag claimed once, by exactly one caller.
-final class _Once: Sendable {
-    private let flag = Atomic<Bool>(false)
-    func claim() -> Bool { !flag.exchange(true, ordering: .acquiringAndReleasing) }
-}
-
-/// Fixed slots filled once each from any thread; the filler of the last
-/// slot reads them all. O(n), no lock.
-final class _Slots<T>: @unchecked Sendable {
-    private let buffer: UnsafeMutableBufferPointer<T?>
-    private let remaining: _Countdown
-    init(_ n: Int) {
-        buffer = .allocate(capacity: n)
-        buffer.initialize(repeating: nil)
-        remaining = _Countdown(n)
-    }
-    deinit {
-        _ = buffer.deinitialize()
-        buffer.deallocate()
-    }
-    /// Fills slot `i`; true for the call that filled the last slot (its
-    /// acquire-release countdown makes every other slot's write visible).
-    func fill(_ i: Int, _ v: T) -> Bool {
-        buffer[i] = v
-        return remaining.tick()
-    }
-    func values() -> [T] { buffer.map { $0! } }
 }

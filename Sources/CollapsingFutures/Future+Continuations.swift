@@ -27,10 +27,15 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
         b?(true)
     }
 
-    @usableFromInline override func _discard() {
-        let o = output
+    @usableFromInline override func _discard() { _discarded(unless: nil) }
+
+    /// The source became immortal: the body never runs. The output fails
+    /// with `CancellationError` if the `unless` token is cancelled later (it
+    /// was cancelled first), and becomes immortal if it cannot be.
+    @usableFromInline override func _discarded(unless unlessOwner: AnyObject?) {
+        let o = output, b = body
         body = nil; output = nil
-        if let o { _ = _tryImmortalizeFuture(o) }
+        if let o, let b { _failOnUnless(o, unlessOwner, b) }
     }
 
     @usableFromInline override func _removed(byUnless: Bool) {
@@ -42,28 +47,46 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
 
 /// Attaches a continuation to the future `source` (non-generic: the body was
 /// specialized by the caller). `output` is failed or made immortal when the
-/// continuation can never run.
+/// continuation can never run. `inline`: library bookkeeping, run on the
+/// completing thread whatever thread registered it (no main-queue hop).
 /// Returns the registration (for combinators that remove their own).
 @usableFromInline @discardableResult
 func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, output: AnyObject?,
-            _ body: @escaping (Bool) -> Void) -> CancelRegistration {
+            inline: Bool = false, _ body: @escaping (Bool) -> Void) -> CancelRegistration {
+    // The source's own completion token is never cancelled *before* the
+    // source completes: as `unless`, it never stops anything.
+    let unless = unless._owner === source ? CancelToken.immortal : unless
     if unless.isCancelled {
         body(false)
         return CancelRegistration(neverRuns: true)
     }
     let w = cf_token_load(_tokenPtr(source))
-    if w & _wImmortal != 0 || unless._owner === source {
-        // Never runs: the output can never complete either.
-        if let output { _ = _tryImmortalizeFuture(output) }
+    if w & _wImmortal != 0 {
+        // Never runs; the output can still fail if `unless` is cancelled.
+        if let output { _failOnUnless(output, unless._owner, body) }
         return CancelRegistration(neverRuns: true)
     }
     let node = _ContinuationNode(output: output, body)
-    node._setThreading(queue)
+    if !inline { node._setThreading(queue) }
     if w & _wCancelled != 0 && cf_drain_must_queue() == 0 {
         if cf_node_claim(node._ptr, UInt(CF_N_CLAIMED)) != 0 { node._dispatchRun() }
         return CancelRegistration(neverRuns: false)
     }
     return CancelToken(_owner: source)._add(node, unless: unless)
+}
+
+/// The output of a continuation that will never run (its source is
+/// immortal): `body(false)` fails it with `CancellationError` when the
+/// `unless` token (owned by `unlessOwner`) is cancelled; it becomes immortal
+/// when that token does, or at once without one. The registration on the
+/// `unless` token is the output's only owner, so nothing else keeps it pending.
+@usableFromInline
+func _failOnUnless(_ output: AnyObject, _ unlessOwner: AnyObject?, _ body: @escaping (Bool) -> Void) {
+    guard let uo = unlessOwner else {
+        _ = _tryImmortalizeFuture(output)
+        return
+    }
+    _ = CancelToken(_owner: uo)._add(_ContinuationNode(output: output) { _ in body(false) }, unless: .immortal)
 }
 
 extension Future {
@@ -190,10 +213,15 @@ extension Future {
     }
 
     /// The same outcome, or `CancellationError` if `token` is cancelled first.
+    ///
+    /// No user code runs, so no threading rule applies: the result completes
+    /// on the thread that completes this future or cancels `token`. If this
+    /// future becomes immortal, the result fails when `token` is cancelled
+    /// and is immortal once it cannot be.
     @inlinable
     public func unless(_ token: CancelToken) -> Future<Value> {
         let out = Future<Value>()
-        _chain(self, nil, token, output: out) { ok in
+        _chain(self, nil, token, output: out, inline: true) { ok in
             out._trySet(ok ? self._result! : .failure(CancellationError()))
         }
         return out

@@ -134,6 +134,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return true
     }
 
+    /// Claims the right to complete this future without completing it yet:
+    /// for "cancel first, publish second" (claim, cancel the operation's
+    /// token, then `_complete`), so nothing the cancel triggers can complete
+    /// it first.
+    @inlinable func _claim() -> Bool {
+        cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0
+    }
+
     /// Only the claim holder (or the flattening forwarder) calls this.
     @inlinable func _complete(_ r: Result<Value, any Error>) {
         _result = r

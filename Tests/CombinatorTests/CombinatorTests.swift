@@ -73,7 +73,7 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
         let never = FutureSource<Int>()
         let f = Future<Int>.withTimeout(.seconds(30), unless: u.token) { t in
             opToken.withLock { $0 = t }
-            return never.future
+            return never.future.unless(t)   // an operation that honours its token
         }
         u.cancel()
         #expect(f.hasFailedWithCancel)
@@ -82,7 +82,7 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
 
     @Test func unlessStyleTimeoutFailsWithTimeoutError() {
         let never = FutureSource<Int>()
-        #expect(waitFor(Future<Int>.withTimeout(.milliseconds(5), unless: .immortal) { _ in never.future }).hasFailedWithTimeout)
+        #expect(waitFor(Future<Int>.withTimeout(.milliseconds(5), unless: .immortal) { t in never.future.unless(t) }).hasFailedWithTimeout)
     }
 }
 

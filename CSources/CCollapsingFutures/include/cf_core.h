@@ -154,6 +154,10 @@ uintptr_t cf_node_state(const cf_node *n);
 /// For tests and the benchmark's peak-live-nodes figure.
 size_t cf_token_debug_count(cf_token *t);
 
+/// Of those, the nodes still LIVE (registered, not removed): what a token
+/// still holds for its handlers. Same rules as cf_token_debug_count.
+size_t cf_token_debug_count_live(cf_token *t);
+
 /// Future claim word. Any thread.
 /// CAS with full ordering: the winner may then write the result; the full
 /// fence on FLATTENING publication makes cycle detection see every other

@@ -45,8 +45,9 @@ class _Node: @unchecked Sendable {
                 node._settleCompanion()
                 node._dispatchRun()
             } else if event == Int32(CF_EV_DISCARD.rawValue) {
+                let unlessOwner = node._companion?._owner
                 node._settleCompanion()
-                node._discard()
+                node._discarded(unless: unlessOwner)
             }
         }, Unmanaged.passUnretained(self).toOpaque())
         // The state word keeps its tags in the low four bits of node pointers.
@@ -57,6 +58,10 @@ class _Node: @unchecked Sendable {
     @usableFromInline func _run() {}
     /// Claimed by an immortalize: drop the handler unrun.
     @usableFromInline func _discard() {}
+    /// Claimed by an immortalize; `unless` is the owner of the `unless:`
+    /// token this node was registered with (its link already removed), for
+    /// nodes whose output that token can still fail. Default: `_discard()`.
+    @usableFromInline func _discarded(unless: AnyObject?) { _discard() }
     /// Claimed by `remove()`; `byUnless` when the `unless:` token fired.
     @usableFromInline func _removed(byUnless: Bool) {}
 
@@ -114,10 +119,11 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
         return Int32(CF_REG_ADDED)
     }
     u.release()
+    let unlessOwner = node._companion?._owner
     node._companion = nil
     let cancelled = r == Int32(CF_REG_CANCELLED)
     if cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 {
-        if cancelled { node._dispatchRun() } else { node._discard() }
+        if cancelled { node._dispatchRun() } else { node._discarded(unless: unlessOwner) }
     }
     return r
 }
@@ -148,8 +154,19 @@ final class _HandlerNode: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline
     var handler: (@Sendable () -> Void)?
 
+    /// Library bookkeeping that must happen whichever way the token settles
+    /// (removing registrations that stopped mattering): run on discard too.
+    @usableFromInline let runOnDiscard: Bool
+
     @inlinable init(_ handler: @escaping @Sendable () -> Void) {
         self.handler = handler
+        self.runOnDiscard = false
+        super.init()
+    }
+
+    init(runOnDiscard: Bool, _ handler: @escaping @Sendable () -> Void) {
+        self.handler = handler
+        self.runOnDiscard = runOnDiscard
         super.init()
     }
 
@@ -158,7 +175,11 @@ final class _HandlerNode: _Node, @unchecked Sendable {
         handler = nil
         h?()
     }
-    @usableFromInline override func _discard() { handler = nil }
+    @usableFromInline override func _discard() {
+        let h = handler
+        handler = nil
+        if runOnDiscard { h?() }
+    }
     @usableFromInline override func _removed(byUnless: Bool) {
         handler = nil
         if !byUnless { _settleCompanion() } else { _companion = nil }

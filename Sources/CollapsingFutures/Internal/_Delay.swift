@@ -1,0 +1,28 @@
+/// Delays and timeouts: argument checks that name the caller, and the
+/// conversions timers need, without overflow.
+enum _Delay {
+    /// Delays of 100 years or more mean "never": no timer is created (a
+    /// Dispatch deadline cannot express much more than 292 years).
+    static let neverSeconds: Int64 = 100 * 365 * 86_400
+
+    /// Nanoseconds for a timer, or `nil` for "never".
+    static func nanoseconds(_ d: Duration) -> Int64? {
+        let (s, atto) = d.components
+        if s >= neverSeconds { return nil }
+        return max(0, s * 1_000_000_000 + atto / 1_000_000_000)
+    }
+
+    /// `d * k`, saturating at "never" (`k` finite and not negative).
+    static func scaled(_ d: Duration, by k: Double) -> Duration {
+        let (s, atto) = d.components
+        let seconds = (Double(s) + Double(atto) / 1e18) * k
+        if !(seconds < Double(neverSeconds)) { return .seconds(neverSeconds) }
+        return .nanoseconds(Int64(seconds * 1e9))
+    }
+
+    /// Stops with a message naming the function and argument (in release
+    /// builds too: `fatalError` keeps its message, `precondition` does not).
+    static func check(_ d: Duration, _ argument: String, of function: String) {
+        if d < .zero { fatalError("\(function): \(argument) must not be negative (got \(d))") }
+    }
+}

@@ -1,0 +1,31 @@
+import Synchronization
+
+/// Why an unless-style `withTimeout` stopped its operation, and whether the
+/// operation's future became immortal: whichever of "stopped" and "gone"
+/// comes second completes the result (one atomic word, no lock).
+final class _TimeoutStop: Sendable {
+    enum Reason: Int { case timeout = 1, unless = 2 }
+    private static let gone = 4
+    private let word = Atomic<Int>(0)
+
+    /// Records the first reason. Returns nil if one was already recorded,
+    /// else whether the operation's future was already gone.
+    func stop(_ reason: Reason) -> Bool? {
+        var old = word.load(ordering: .acquiring)
+        while true {
+            if old & 3 != 0 { return nil }
+            let (done, seen) = word.compareExchange(expected: old, desired: old | reason.rawValue,
+                                                    ordering: .acquiringAndReleasing)
+            if done { return old & _TimeoutStop.gone != 0 }
+            old = seen
+        }
+    }
+
+    /// Records that the operation's future became immortal; returns the
+    /// reason already recorded, if any.
+    func operationGone() -> Reason? {
+        Reason(rawValue: word.bitwiseOr(_TimeoutStop.gone, ordering: .acquiringAndReleasing).oldValue & 3)
+    }
+
+    var reason: Reason? { Reason(rawValue: word.load(ordering: .acquiring) & 3) }
+}

@@ -1,0 +1,49 @@
+import Dispatch
+
+/// A one-shot Dispatch timer whose payload is released the moment it is
+/// cancelled (not when the deadline passes).
+///
+/// Timers only complete futures: the payload runs on a global queue, never
+/// on the shared timer queue, so a slow continuation of one timer's future
+/// cannot delay another timer.
+final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
+    private let source: any DispatchSourceTimer
+    private let action: _Locked<(@Sendable () -> Void)?>
+
+    /// A timer that runs `action` after `delay`, or `nil` when `delay` is
+    /// longer than `_Delay.never` (it would never fire: the caller treats
+    /// that as "never", and holds nothing for it).
+    static func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> _Timer? {
+        guard let ns = _Delay.nanoseconds(delay) else { return nil }
+        return _Timer(ns, action)
+    }
+
+    private init(_ ns: Int64, _ action: @escaping @Sendable () -> Void) {
+        self.action = _Locked(action)
+        // A private serial queue (overcommitting): timers fire on time even
+        // while the global pool is saturated by blocking work.
+        source = DispatchSource.makeTimerSource(queue: _timerQueue)
+        source.schedule(deadline: .now() + .nanoseconds(Int(ns)), leeway: .nanoseconds(0))
+        // The handler keeps the timer alive until it fires or is cancelled
+        // (a cycle that both of those break).
+        source.setEventHandler { self.fire() }
+        source.activate()
+    }
+
+    private func fire() {
+        let a = action.withLock { a -> (@Sendable () -> Void)? in defer { a = nil }; return a }
+        source.setEventHandler(handler: nil)
+        source.cancel()
+        if let a { DispatchQueue.global().async(execute: a) }
+    }
+
+    /// Stops the timer; the payload is released before this returns.
+    func cancel() {
+        action.withLock { $0 = nil }
+        source.setEventHandler(handler: nil)
+        source.cancel()
+    }
+}
+
+/// Where timers fire (and only hand their payload to a global queue).
+let _timerQueue = DispatchQueue(label: "CollapsingFutures.timers")

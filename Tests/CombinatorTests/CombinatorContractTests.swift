@@ -1,0 +1,366 @@
+// Issue 11: every combinator output can become immortal, nothing stays
+// registered once it stops mattering, race/withTimeout keep the original's
+// contract, internal bookkeeping never hops to the main queue, timers and
+// arguments behave at the extremes.
+@_spi(Testing) @testable import CollapsingFutures
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+
+/// A future whose source can be dropped (making it immortal) from the test.
+final class Droppable<T: Sendable>: @unchecked Sendable {
+    var source: FutureSource<T>? = FutureSource<T>()
+    let future: Future<T>
+    init() { future = source!.future }
+    func drop() { source = nil }
+}
+
+/// Registers a handler capturing a tracked object on `f`; its deinit count
+/// says whether the handler was freed.
+func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
+    let t = Tracked(deinits)
+    f.finallyDo { _ in _ = t }
+}
+
+@Suite struct CombinatorOutputsBecomeImmortal {
+    @Test func raceOfAnImmortalAndAFailureIsImmortalAndFreesItsHandlers() {
+        let deinits = Count()
+        let f = Future<Int>.race([{ _ in .immortal }, { _ in .failed(Boom()) }])
+        #expect(f.state == .immortal)
+        trackHandler(on: f, deinits)
+        #expect(deinits.value == 1)
+    }
+
+    @Test func raceWhoseLastCandidatesBecomeImmortalLaterBecomesImmortal() async {
+        let a = Droppable<Int>(), b = Droppable<Int>()
+        let deinits = Count()
+        let f = Future<Int>.race([{ _ in a.future }, { _ in b.future }])
+        trackHandler(on: f, deinits)
+        a.drop()
+        #expect(f.state == .pending)
+        b.drop()
+        #expect(f.state == .immortal)
+        #expect(deinits.value == 1)
+        await #expect(throws: FutureError.immortal) { try await f.get() }
+    }
+
+    @Test func orderedByCompletionMakesTheSlotsNoInputCanFillImmortal() {
+        let a = FutureSource<Int>(), gone = Droppable<Int>(), b = FutureSource<Int>()
+        let outs = [a.future, gone.future, b.future].orderedByCompletion()
+        let deinits = Count()
+        trackHandler(on: outs[2], deinits)
+        b.trySetResult(2)
+        a.trySetResult(1)
+        #expect(outs[0].forceGetResult() == 2)
+        #expect(outs[1].forceGetResult() == 1)
+        #expect(outs[2].state == .pending)
+        gone.drop()
+        #expect(outs[2].state == .immortal)
+        #expect(deinits.value == 1)
+    }
+
+    @Test func allWithAnImmortalInputLeavesNothingOnTheOtherInputs() {
+        let longLived = FutureSource<Int>()
+        for _ in 0..<1000 {
+            #expect(Future.all([longLived.future, .immortal]).state == .immortal)
+            #expect(Future.allSettled([longLived.future, .immortal]).state == .immortal)
+        }
+        #expect(longLived.future.completionToken._liveRegistrationCount == 0)
+        #expect(longLived.future.completionToken._linkedNodeCount <= 32)
+    }
+
+    @Test func allWhoseInputBecomesImmortalLaterRemovesItsOtherRegistrations() {
+        let longLived = FutureSource<Int>()
+        let gone = Droppable<Int>()
+        let f = Future.all([longLived.future, gone.future])
+        #expect(longLived.future.completionToken._liveRegistrationCount == 1)
+        gone.drop()
+        #expect(f.state == .immortal)
+        #expect(longLived.future.completionToken._liveRegistrationCount == 0)
+    }
+
+    @Test func untilStyleTimeoutWhoseOperationFailsLeavesNothingOnUntil() {
+        let until = CancelTokenSource()
+        for _ in 0..<1000 {
+            let f = Future<Int>.withTimeout(.seconds(30), until: until.token) { _ in .failed(Boom()) }
+            #expect(f.hasFailed)
+        }
+        #expect(until.token._liveRegistrationCount == 0)
+        #expect(until.token._linkedNodeCount <= 32)
+    }
+
+    @Test func timeoutsWhoseOperationIsImmortalAndCannotFireAreImmortal() {
+        let never = Duration.seconds(Int64.max)
+        #expect(Future<Int>.withTimeout(never, until: CancelTokenSource().token) { _ in .immortal }.state == .immortal)
+        #expect(Future<Int>.withTimeout(never) { _ in .immortal }.state == .immortal)
+        #expect(Future<Int>.withTimeout(.seconds(30)) { _ in .immortal }.state == .pending)
+    }
+
+    @Test func continuationOfAnImmortalFutureFailsWhenItsUnlessIsCancelled() {
+        let u = CancelTokenSource()
+        let f = Future<Int>.immortal.then(unless: u.token) { $0 + 1 }
+        #expect(f.state == .pending)
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+
+        let gone = Droppable<Int>()
+        var v: CancelTokenSource? = CancelTokenSource()
+        let g = gone.future.unless(v!.token)
+        gone.drop()
+        #expect(g.state == .pending)   // `v` can still cancel it
+        v = nil
+        #expect(g.state == .immortal)
+    }
+}
+
+@Suite struct RaceContract {
+    @Test func untilCancelledMidRaceFailsWithCancellationAndCancelsEveryToken() {
+        let c = CancelTokenSource()
+        let tokens = Mutex<[CancelToken]>([])
+        let never = FutureSource<Int>()
+        let f = Future<Int>.race([
+            { t in tokens.withLock { $0.append(t) }; return never.future.unless(t) },
+            { t in tokens.withLock { $0.append(t) }; return never.future },   // ignores its token
+        ], until: c.token)
+        #expect(f.state == .pending)
+        c.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(tokens.withLock { $0 }.allSatisfy { $0.isCancelled })
+    }
+
+    @Test func untilCancelledAfterTheWinCancelsTheWinnersToken() {
+        let c = CancelTokenSource()
+        let tokens = Mutex<[CancelToken]>([])
+        let f = Future<Int>.race([
+            { t in tokens.withLock { $0.append(t) }; return .succeeded(4) },
+        ], until: c.token)
+        #expect(f.forceGetResult() == 4)
+        let winner = tokens.withLock { $0 }[0]
+        #expect(winner.canStillBeCancelled)
+        c.cancel()
+        #expect(winner.isCancelled)
+    }
+
+    @Test func alreadyCancelledUntilRunsNoOperation() {
+        let calls = Count()
+        let f = Future<Int>.race([{ _ in calls.increment(); return .succeeded(1) }], until: .cancelled)
+        #expect(f.hasFailedWithCancel)
+        #expect(calls.value == 0)
+    }
+
+    @Test func winnerIsPublishedAfterTheLosersAreCancelled() {
+        let loser = Mutex<CancelToken?>(nil)
+        let win = FutureSource<Int>()
+        let sawLoserCancelled = Mutex<Bool?>(nil)
+        let f = Future<Int>.race([
+            { t in loser.withLock { $0 = t }; return FutureSource<Int>().future.unless(t) },
+            { _ in win.future },
+        ])
+        f.thenDo { _ in sawLoserCancelled.withLock { $0 = loser.withLock { $0 }!.isCancelled } }
+        win.trySetResult(1)
+        #expect(sawLoserCancelled.withLock { $0 } == true)
+    }
+
+    @Test func failuresAreInOperationOrderAndTheTokensEndCancelled() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        let tokens = Mutex<[CancelToken]>([])
+        let f = Future<Int>.race([
+            { t in tokens.withLock { $0.append(t) }; return a.future },
+            { t in tokens.withLock { $0.append(t) }; return b.future },
+        ])
+        b.trySetFailure(Boom(code: 6))
+        #expect(f.state == .pending)
+        a.trySetFailure(Boom(code: 5))
+        #expect((f.forceGetFailure() as? RaceFailure)?.failures.compactMap { ($0 as? Boom)?.code } == [5, 6])
+        #expect(tokens.withLock { $0 }.allSatisfy { $0.isCancelled })
+    }
+}
+
+@Suite struct TimeoutContract {
+    @Test func unlessStyleWaitsForTheOperationAndDeliversALateSuccess() async {
+        let op = FutureSource<Int>()
+        let token = Mutex<CancelToken?>(nil)
+        let f = Future<Int>.withTimeout(.milliseconds(1)) { t in token.withLock { $0 = t }; return op.future }
+        let t = token.withLock { $0 }!
+        #expect(await eventually { t.isCancelled })
+        #expect(f.state == .pending)   // waits for the operation to confirm
+        op.trySetResult(1)
+        #expect(f.forceGetResult() == 1)
+    }
+
+    @Test func unlessStyleTranslatesTheOperationsCancellation() {
+        let u = CancelTokenSource()
+        let op = FutureSource<Int>()
+        let token = Mutex<CancelToken?>(nil)
+        let f = Future<Int>.withTimeout(.seconds(30), unless: u.token) { t in token.withLock { $0 = t }; return op.future }
+        u.cancel()
+        #expect(token.withLock { $0 }!.isCancelled)
+        #expect(f.state == .pending)
+        op.trySetFailedWithCancel()
+        #expect(f.hasFailedWithCancel)
+
+        let op2 = FutureSource<Int>()
+        let g = Future<Int>.withTimeout(.milliseconds(1)) { t in
+            t.whenCancelled { op2.trySetFailedWithCancel() }
+            return op2.future
+        }
+        #expect(waitFor(g).hasFailedWithTimeout)
+    }
+
+    @Test func unlessStyleForwardsOtherFailuresAfterAStop() {
+        let u = CancelTokenSource()
+        let op = FutureSource<Int>()
+        let f = Future<Int>.withTimeout(.seconds(30), unless: u.token) { _ in op.future }
+        u.cancel()
+        op.trySetFailure(Boom(code: 2))
+        #expect(f.forceGetFailure() as? Boom == Boom(code: 2))
+    }
+
+    @Test func unlessStyleWithAnImmortalOperationFailsWhenStopped() {
+        let u = CancelTokenSource()
+        let gone = Droppable<Int>()
+        let f = Future<Int>.withTimeout(.seconds(30), unless: u.token) { _ in gone.future }
+        gone.drop()
+        #expect(f.state == .pending)
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+    }
+
+    @Test func untilStyleWithAnAlreadyCancelledUntilFailsAtOnceWithoutRunning() {
+        let calls = Count()
+        let f = Future<Int>.withTimeout(.seconds(30), until: .cancelled) { _ in calls.increment(); return .succeeded(1) }
+        #expect(f.hasFailedWithCancel)
+        #expect(calls.value == 0)
+    }
+
+    @Test func untilStyleCancelledDuringFailsAtOnceAndCancelsTheOperation() {
+        let c = CancelTokenSource()
+        let token = Mutex<CancelToken?>(nil)
+        let f = Future<Int>.withTimeout(.seconds(30), until: c.token) { t in token.withLock { $0 = t }; return FutureSource<Int>().future }
+        c.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(token.withLock { $0 }!.isCancelled)
+    }
+
+    @Test func continuationsOfATimedOutResultSeeTheOperationTokenCancelled() async {
+        for until in [true, false] {
+            let token = Mutex<CancelToken?>(nil)
+            let seen = Mutex<CancelTokenState?>(nil)
+            let op: @Sendable (CancelToken) -> Future<Int> = { t in
+                token.withLock { $0 = t }
+                return FutureSource<Int>().future.unless(t)
+            }
+            let f = until ? Future<Int>.withTimeout(.milliseconds(1), until: CancelTokenSource().token, op)
+                          : Future<Int>.withTimeout(.milliseconds(1), op)
+            f.finallyDo { _ in seen.withLock { $0 = token.withLock { $0 }!.state } }
+            #expect(await eventually { seen.withLock { $0 } != nil })
+            #expect(seen.withLock { $0 } == .cancelled)
+            #expect(f.hasFailedWithTimeout)
+        }
+    }
+
+    @Test func zeroDelayAndZeroTimeoutCompleteAtOnce() {
+        #expect(Future.delayed(7, by: .zero).forceGetResult() == 7)
+        #expect(Future.delayed(7, by: .zero, unless: .cancelled).forceGetResult() == 7)
+        let calls = Count()
+        #expect(Future<Int>.withTimeout(.zero) { _ in calls.increment(); return .succeeded(1) }.hasFailedWithTimeout)
+        #expect(Future<Int>.withTimeout(.zero, until: CancelTokenSource().token) { _ in calls.increment(); return .succeeded(1) }.hasFailedWithTimeout)
+        #expect(calls.value == 0)
+    }
+
+    @Test func retryingNeverStartsATryWhileThePreviousTokenIsLive() {
+        let live = Count(), calls = Count()
+        let previous = Mutex<CancelToken?>(nil)
+        let f = Future<Int>.retrying(upTo: 4, baseTimeout: .milliseconds(1), backoff: 1) { t in
+            calls.increment()
+            if let p = previous.withLock({ $0 }), p.canStillBeCancelled { live.increment() }
+            previous.withLock { $0 = t }
+            return FutureSource<Int>().future.unless(t)
+        }
+        #expect(waitFor(f).hasFailedWithTimeout)
+        #expect(calls.value == 4)
+        #expect(live.value == 0)
+    }
+}
+
+@Suite struct TimersAtTheExtremes {
+    @Test func hugeDelaysMeanNeverWithoutTrapping() {
+        #expect(Future.delayed(1, by: .seconds(Int64.max)).state == .immortal)
+        let u = CancelTokenSource()
+        let f = Future.delayed(1, by: .seconds(Int64.max), unless: u.token)
+        #expect(f.state == .pending)
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+        let years300 = Duration.seconds(300 * 365 * 86_400)
+        #expect(Future<Int>.withTimeout(years300) { _ in .succeeded(3) }.forceGetResult() == 3)
+        #expect(Future<Int>.withTimeout(years300, until: u.token) { _ in .succeeded(3) }.hasFailedWithCancel)
+    }
+
+    @Test func retryingWithAHugeBackoffDoesNotTrap() async {
+        let c = CancelTokenSource()
+        let calls = Count()
+        let f = Future<Int>.retrying(upTo: 5, baseTimeout: .milliseconds(1), backoff: 1e13, until: c.token) { t in
+            calls.increment()
+            return FutureSource<Int>().future.unless(t)
+        }
+        #expect(await eventually { calls.value == 2 })   // the second try's timeout is "never"
+        #expect(f.state == .pending)
+        c.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(calls.value == 2)
+    }
+
+    @Test func timerFuturesCompleteOffTheSharedTimerQueue() async {
+        let key = DispatchSpecificKey<Bool>()
+        _timerQueue.setSpecific(key: key, value: true)
+        let onTimerQueue = Mutex<[Bool]>([])
+        let fs = [Future.delayed(1, by: .milliseconds(1)),
+                  Future<Int>.withTimeout(.milliseconds(1)) { t in FutureSource<Int>().future.unless(t) }.catch { _ in 0 },
+                  Future<Int>.withTimeout(.milliseconds(1), until: CancelTokenSource().token) { _ in FutureSource<Int>().future }.catch { _ in 0 }]
+        for f in fs { f.finallyDo { _ in onTimerQueue.withLock { $0.append(DispatchQueue.getSpecific(key: key) ?? false) } } }
+        #expect(await eventually { onTimerQueue.withLock { $0.count } == 3 })
+        #expect(onTimerQueue.withLock { $0 } == [false, false, false])
+    }
+}
+
+@Suite struct NoQuadraticSurprises {
+    @Test func cancellingOrderedByCompletionVisitsEachResultOnce() {
+        let u = CancelTokenSource()
+        let n = 20_000
+        let sources = (0..<n).map { _ in FutureSource<Int>() }
+        let outs = sources.map(\.future).orderedByCompletion(unless: u.token)
+        #expect(u.token._linkedNodeCount == 1)
+        #expect(sources[0].future.completionToken._linkedNodeCount == 1)
+        u.cancel()
+        #expect(outs.allSatisfy { $0.hasFailedWithCancel })
+        // The registrations on the inputs were removed (not left to fire).
+        #expect(sources.allSatisfy { $0.future.completionToken._liveRegistrationCount == 0 })
+        sources[0].trySetResult(1)
+        #expect(outs[0].hasFailedWithCancel)
+    }
+
+    @Test func anyAndAllRegisterOncePerDistinctToken() {
+        let sources = (0..<20_000).map { _ in CancelTokenSource() }
+        let tokens = sources.map(\.token)
+        let any = CancelToken.any(tokens + tokens)
+        let all = CancelToken.all(tokens + tokens.reversed())
+        #expect(tokens.allSatisfy { $0._linkedNodeCount == 2 })
+        for s in sources.dropLast() { s.cancel() }
+        #expect(any.isCancelled)
+        #expect(all.canStillBeCancelled)
+        sources.last!.cancel()
+        #expect(all.isCancelled)
+    }
+
+    @Test func unlessOfTheFuturesOwnCompletionTokenEndsWithItsOutcome() {
+        let s = FutureSource<Int>()
+        let f = s.future.unless(s.future.completionToken)
+        let g = s.future.then(unless: s.future.completionToken) { $0 * 2 }
+        #expect(f.state == .pending)
+        s.trySetResult(4)
+        #expect(f.forceGetResult() == 4)
+        #expect(g.forceGetResult() == 8)
+    }
+}
