@@ -34,7 +34,9 @@ extension Task where Failure == any Error {
             return try await operation()
         }
         let task = self
-        registration.attach(token.whenCancelled { task.cancel() })
+        // Bookkeeping, not a user handler: inline on the cancelling thread
+        // (a main-queue hop would never run under a blocked main thread).
+        registration.attach(token._whenCancelledInline(unless: .immortal) { task.cancel() })
     }
 }
 
@@ -92,7 +94,7 @@ struct _UntilSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable w
             let registration = withUnsafeCurrentTask { task -> CancelRegistration? in
                 guard let task else { return nil }
                 waiting.start(_UnsafeTaskHandle(task: task))
-                return token.whenCancelled { waiting.cancelIfWaiting() }
+                return token._whenCancelledInline(unless: .immortal) { waiting.cancelIfWaiting() }
             }
             let element: Base.Element?
             do {

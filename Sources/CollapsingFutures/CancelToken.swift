@@ -118,11 +118,15 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     /// `.immortal` or a settled token), or if `unless` is cancelled first.
     /// `removeOnUnlessImmortal`: the registration also goes when `unless`
     /// becomes immortal.
+    @discardableResult
     func _whenCancelledInline(unless: CancelToken, removeOnUnlessImmortal: Bool = false,
-                              _ action: @escaping @Sendable () -> Void) {
-        if isCancelled { action(); return }
-        guard canStillBeCancelled else { return }
-        _ = _add(_HandlerNode(action), unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
+                              _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
+        if isCancelled {
+            action()
+            return CancelRegistration(neverRuns: false)
+        }
+        guard canStillBeCancelled else { return CancelRegistration(neverRuns: true) }
+        return _add(_HandlerNode(action), unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
     }
 
     /// Library bookkeeping that must happen once the token settles either

@@ -99,7 +99,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// The value. Precondition: `hasResult`.
     @inlinable public func forceGetResult() -> Value {
         guard case .success(let v)? = result else {
-            preconditionFailure("Future.forceGetResult() requires a future that succeeded, but this one is \(state): \(self)")
+            fatalError("Future.forceGetResult() requires a future that succeeded, but this one is \(state): \(self)")
         }
         return v
     }
@@ -107,7 +107,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// The error. Precondition: `hasFailed`.
     public func forceGetFailure() -> any Error {
         guard case .failure(let e)? = result else {
-            preconditionFailure("Future.forceGetFailure() requires a future that failed, but this one is \(state): \(self)")
+            fatalError("Future.forceGetFailure() requires a future that failed, but this one is \(state): \(self)")
         }
         return e
     }

@@ -50,17 +50,17 @@ public final class FutureSource<Value: Sendable>: Sendable {
 
     /// Succeeds with `value`. Precondition: not yet set.
     public func forceSetResult(_ value: Value) {
-        precondition(trySetResult(value), "FutureSource.forceSetResult(_:) on a future that was already set: \(future)")
+        if !trySetResult(value) { fatalError("FutureSource.forceSetResult(_:) on a future that was already set: \(future)") }
     }
 
     /// Collapses into `future`. Precondition: not yet set.
     public func forceSetResult(_ future: Future<Value>) {
-        precondition(trySetResult(future), "FutureSource.forceSetResult(_:) on a future that was already set: \(self.future)")
+        if !trySetResult(future) { fatalError("FutureSource.forceSetResult(_:) on a future that was already set: \(self.future)") }
     }
 
     /// Fails with `error`. Precondition: not yet set.
     public func forceSetFailure(_ error: any Error) {
-        precondition(trySetFailure(error), "FutureSource.forceSetFailure(_:) on a future that was already set: \(future)")
+        if !trySetFailure(error) { fatalError("FutureSource.forceSetFailure(_:) on a future that was already set: \(future)") }
     }
 }
 

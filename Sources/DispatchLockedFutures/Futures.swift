@@ -42,11 +42,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     public var hasFailedWithTimeout: Bool { if case .failure(let e)? = result { return e is TimeoutError }; return false }
     public var result: Result<Value, any Error>? { _t.lock.sync { _t.state == .cancelled ? _result : nil } }
     public func forceGetResult() -> Value {
-        guard case .success(let v)? = result else { preconditionFailure("Future.forceGetResult() requires a future that succeeded, but this one is \(state)") }
+        guard case .success(let v)? = result else { fatalError("Future.forceGetResult() requires a future that succeeded, but this one is \(state)") }
         return v
     }
     public func forceGetFailure() -> any Error {
-        guard case .failure(let e)? = result else { preconditionFailure("Future.forceGetFailure() requires a future that failed, but this one is \(state)") }
+        guard case .failure(let e)? = result else { fatalError("Future.forceGetFailure() requires a future that failed, but this one is \(state)") }
         return e
     }
     public var completionToken: CancelToken { CancelToken(_s: _t) }
@@ -226,9 +226,9 @@ public final class FutureSource<Value: Sendable>: Sendable {
     @discardableResult public func trySetFailedWithCancel() -> Bool { future._trySet(.failure(CancellationError())) }
     @discardableResult public func trySetFailedWithTimeout() -> Bool { future._trySet(.failure(TimeoutError())) }
     @discardableResult public func trySet(_ result: Result<Value, any Error>) -> Bool { future._trySet(result) }
-    public func forceSetResult(_ value: Value) { precondition(trySetResult(value), "FutureSource.forceSetResult(_:) on a future that was already set") }
-    public func forceSetResult(_ future: Future<Value>) { precondition(trySetResult(future), "FutureSource.forceSetResult(_:) on a future that was already set") }
-    public func forceSetFailure(_ error: any Error) { precondition(trySetFailure(error), "FutureSource.forceSetFailure(_:) on a future that was already set") }
+    public func forceSetResult(_ value: Value) { if !trySetResult(value) { fatalError("FutureSource.forceSetResult(_:) on a future that was already set") } }
+    public func forceSetResult(_ future: Future<Value>) { if !trySetResult(future) { fatalError("FutureSource.forceSetResult(_:) on a future that was already set") } }
+    public func forceSetFailure(_ error: any Error) { if !trySetFailure(error) { fatalError("FutureSource.forceSetFailure(_:) on a future that was already set") } }
 }
 
 extension FutureSource where Value == Void {

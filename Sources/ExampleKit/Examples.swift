@@ -177,3 +177,64 @@ public func mainQueueExample() -> [String] {
     while out.all.count < 2 && Date() < deadline { RunLoop.main.run(until: Date().addingTimeInterval(0.01)) }
     return out.all
 }
+
+// MARK: blocked main — a synchronous command-line main: the library's own
+// bookkeeping (combinators, `unless`, `Task(until:)`) completes on the
+// completing thread, so it never waits for a main queue nobody drains.
+
+/// Builds combinators on the main thread, completes their inputs from
+/// another thread, and blocks the main thread (no run loop) until they are
+/// done or 10 s pass; returns what each became.
+public func blockedMainExample() -> [String] {
+    let out = Lines()
+    out.say("on main thread: \(Thread.isMainThread)")
+    let a = FutureSource<Int>(), b = FutureSource<Int>()
+    let keep = CancelTokenSource()
+    let stop = CancelTokenSource()
+    // (No `then` here: a continuation the user registers on the main thread
+    // runs on the main queue, by contract; only the library's own work is inline.)
+    let all = Future.all([a.future, b.future])
+    let settled = Future.allSettled([a.future, b.future])
+    let race = Future<Int>.race([{ _ in a.future }, { _ in b.future }])
+    let unless = b.future.unless(keep.token)
+    let retried = Future<Int>.retrying(upTo: 2, baseTimeout: .seconds(10)) { _ in b.future }
+    let ordered = Future.all([a.future, b.future].orderedByCompletion())
+    let futures: [(String, () -> Bool, () -> String)] = [
+        ("all", { all.isIncomplete }, { "\(all)" }),
+        ("allSettled", { settled.isIncomplete }, { "\(settled.result.map { _ in "completed" } ?? "\(settled)")" }),
+        ("race", { race.isIncomplete }, { "\(race)" }),
+        ("unless", { unless.isIncomplete }, { "\(unless)" }),
+        ("retrying", { retried.isIncomplete }, { "\(retried)" }),
+        ("orderedByCompletion", { ordered.isIncomplete }, { "\(ordered)" }),
+    ]
+    let task = Task(until: stop.token) { try await Task.sleep(nanoseconds: 60_000_000_000) }
+    Thread.detachNewThread {
+        b.trySetResult(2)
+        a.trySetResult(1)
+        stop.cancel()
+    }
+    let deadline = Date().addingTimeInterval(10)
+    while (futures.contains { $0.1() } || !task.isCancelled) && Date() < deadline { usleep(1000) }
+    for (name, _, describe) in futures { out.say("\(name): \(describe())") }
+    out.say("task cancelled: \(task.isCancelled)")
+    withExtendedLifetime(keep) {}
+    return out.all
+}
+
+// MARK: misuse — what a programming error prints (in release builds too:
+// the library stops with `fatalError`, whose message survives -O).
+
+/// Commits the named misuse; it never returns.
+public func misuseExample(_ name: String) -> Never {
+    switch name {
+    case "backoff-nan":
+        _ = Future<Int>.retrying(upTo: 3, baseTimeout: .seconds(1), backoff: .nan) { _ in .succeeded(1) }
+    case "negative-delay":
+        _ = Future.delayed(1, by: .seconds(-1))
+    case "force-get-pending":
+        _ = FutureSource<Int>().future.forceGetResult()
+    default:
+        break
+    }
+    fatalError("unknown misuse \(name)")
+}

@@ -1,5 +1,7 @@
 // swift run Examples <name>
-// names: address-book, pipeline, retry, race, controller, main-queue; none: all but main-queue.
+// names: address-book, pipeline, retry, race, controller, main-queue, blocked-main;
+// `misuse <backoff-nan|negative-delay|force-get-pending>` dies with the library's message;
+// none: all but the two main-thread ones.
 import ExampleKit
 import Foundation
 
@@ -11,9 +13,17 @@ if names == ["main-queue"] {
     for line in mainQueueExample() { print(line) }
     exit(0)
 }
+if names == ["blocked-main"] {
+    // The main thread blocks (a synchronous command-line main): nothing
+    // drains the main queue while the library's bookkeeping completes.
+    print("== blocked-main")
+    for line in blockedMainExample() { print(line) }
+    exit(0)
+}
+if names.count == 2 && names[0] == "misuse" { misuseExample(names[1]) }
 let chosen = names.isEmpty ? Example.allCases : names.compactMap { Example(rawValue: $0) }
 guard chosen.count == max(names.count, 1) || names.isEmpty else {
-    print("unknown example; choose from: " + (Example.allCases.map(\.rawValue) + ["main-queue"]).joined(separator: ", "))
+    print("unknown example; choose from: " + (Example.allCases.map(\.rawValue) + ["main-queue", "blocked-main"]).joined(separator: ", "))
     exit(2)
 }
 Task {

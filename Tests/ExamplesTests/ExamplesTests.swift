@@ -33,18 +33,52 @@ import Testing
     /// Main-thread stickiness needs a real main thread, so this runs the
     /// built `Examples` executable (next to this test binary) as a process.
     @Test func handlerRegisteredOnTheMainThreadRunsOnTheMainQueue() throws {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let exe = dir.appendingPathComponent("Examples")
-        let p = Process()
-        p.executableURL = exe
-        p.arguments = ["main-queue"]
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-        #expect(p.terminationStatus == 0)
+        let (status, lines) = try runExamples("main-queue")
+        #expect(status == 0)
         #expect(lines == ["== main-queue", "registered on main thread: true", "handler ran on main thread: true"])
     }
+
+    /// Combinators, `unless` and `Task(until:)` made on a main thread that
+    /// then blocks still complete: their bookkeeping never hops to the main queue.
+    @Test func bookkeepingCompletesWhileTheMainThreadIsBlocked() throws {
+        let (status, lines) = try runExamples("blocked-main")
+        #expect(status == 0)
+        #expect(lines == [
+            "== blocked-main", "on main thread: true",
+            "all: Future(succeeded: [1, 2])", "allSettled: completed",
+            "race: Future(succeeded: 2)", "unless: Future(succeeded: 2)",
+            "retrying: Future(succeeded: 2)", "orderedByCompletion: Future(succeeded: [2, 1])",
+            "task cancelled: true",
+        ])
+    }
+
+    /// Misuse stops the process with a message naming the function and the argument.
+    @Test(arguments: [
+        ("backoff-nan", "Future.retrying(upTo:baseTimeout:backoff:until:_:): backoff must be finite and not negative (got nan)"),
+        ("negative-delay", "Future.delayed(_:by:unless:): delay must not be negative (got -1.0 seconds)"),
+        ("force-get-pending", "Future.forceGetResult() requires a future that succeeded, but this one is immortal"),
+    ])
+    func misuseIsExplained(_ misuse: String, _ message: String) throws {
+        let (status, lines) = try runExamples("misuse", misuse, stderr: true)
+        #expect(status != 0)
+        #expect(lines.contains { $0.contains(message) }, "stderr: \(lines)")
+    }
+}
+
+/// Runs the built `Examples` executable (next to this test binary); returns
+/// its exit status and standard output lines (standard error with `stderr`).
+func runExamples(_ arguments: String..., stderr: Bool = false) throws -> (Int32, [String]) {
+    let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let p = Process()
+    p.executableURL = dir.appendingPathComponent("Examples")
+    p.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env["SWIFT_BACKTRACE"] = "enable=no"
+    p.environment = env
+    let pipe = Pipe()
+    if stderr { p.standardError = pipe; p.standardOutput = FileHandle.nullDevice } else { p.standardOutput = pipe }
+    try p.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init))
 }
