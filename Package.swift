@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
     ],
     targets: [
         .systemLibrary(
@@ -51,7 +52,7 @@ let package = Package(
         .executableTarget(
             name: "benchmarks",
             dependencies: [
-                "BenchKit", "BenchBodiesLF", "BenchBodiesDL", "BenchBodiesMX", "CBenchSupport",
+                "BenchKit", "BenchBodiesLF", "BenchBodiesDL", "BenchBodiesMX", "BenchBodiesOC", "CBenchSupport",
                 "CollapsingFutures", "CCollapsingFutures",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -65,6 +66,8 @@ let package = Package(
                 swiftSettings: [.define("IMPL_DL")]),
         .target(name: "BenchBodiesMX", dependencies: ["BenchKit", "MutexLockedFutures"], path: "Benchmarks/BenchBodiesMX",
                 swiftSettings: [.define("IMPL_MX")]),
+        .target(name: "BenchBodiesOC", dependencies: ["BenchKit", .product(name: "OpenCombine", package: "OpenCombine")],
+                path: "Benchmarks/BenchBodiesOC"),
         .target(name: "CBenchSupport", dependencies: ["CCollapsingFutures"], path: "Benchmarks/CBenchSupport"),
         // Behaviour of the public API: one set of sources (Tests/BehaviourTests)
         // compiled against each implementation.

@@ -44,6 +44,13 @@ public func makeAPI() -> API {
                 precondition(f.hasResult)
             }
         },
+        thenDoSet: { it in
+            for i in 0..<it {
+                let s = FutureSource<Int>()
+                s.future.thenDo { precondition($0 >= 0) }
+                s.trySetResult(i)
+            }
+        },
         thenChain10: { it in
             for i in 0..<it {
                 let s = FutureSource<Int>()
@@ -88,6 +95,22 @@ public func makeAPI() -> API {
                 s = nil
                 _ = s
             }
-        }
+        },
+        outwardChain: { levels in { it in
+            for i in 0..<it {
+                let root = FutureSource<Int>()
+                var outer = root.future
+                var sources: [FutureSource<Int>] = []
+                sources.reserveCapacity(levels)
+                for _ in 0..<levels {
+                    let s = FutureSource<Int>()
+                    s.trySetResult(outer)
+                    sources.append(s)
+                    outer = s.future
+                }
+                root.trySetResult(i)
+                precondition(outer.hasResult)
+            }
+        } }
     )
 }

@@ -12,17 +12,23 @@ public struct API {
     public var churn: () -> (Body, () -> Int)
     public var unlessChurn: Body
     public var thenSet: Body
+    /// Source, one `thenDo` (no output future), set: the like of nio's whenSuccess.
+    public var thenDoSet: Body
     public var thenChain10: Body
     public var flatten: Body
     public var contendedRegister: Body
     public var racingSet: Body
     public var immortalize: Body
+    /// A flatten chain built outwards: each new future set to the previous
+    /// one (per level, `levels` deep per iteration).
+    public var outwardChain: (Int) -> Body
     public init(registerCancel: @escaping (Int) -> Body, churn: @escaping () -> (Body, () -> Int),
-                unlessChurn: @escaping Body, thenSet: @escaping Body, thenChain10: @escaping Body,
-                flatten: @escaping Body, contendedRegister: @escaping Body, racingSet: @escaping Body,
-                immortalize: @escaping Body) {
+                unlessChurn: @escaping Body, thenSet: @escaping Body, thenDoSet: @escaping Body,
+                thenChain10: @escaping Body, flatten: @escaping Body, contendedRegister: @escaping Body,
+                racingSet: @escaping Body, immortalize: @escaping Body, outwardChain: @escaping (Int) -> Body) {
         self.registerCancel = registerCancel; self.churn = churn; self.unlessChurn = unlessChurn
-        self.thenSet = thenSet; self.thenChain10 = thenChain10; self.flatten = flatten
+        self.thenSet = thenSet; self.thenDoSet = thenDoSet; self.outwardChain = outwardChain
+        self.thenChain10 = thenChain10; self.flatten = flatten
         self.contendedRegister = contendedRegister; self.racingSet = racingSet; self.immortalize = immortalize
     }
 }

@@ -10,6 +10,7 @@
 import BenchBodiesDL
 import BenchBodiesLF
 import BenchBodiesMX
+import BenchBodiesOC
 import BenchKit
 import CBenchSupport
 import CCollapsingFutures
@@ -48,7 +49,7 @@ Thread.detachNewThread { keepAlive.wait() }
 
 // MARK: measurement
 
-let impls = ["lockfree", "dispatch-lock", "mutex", "nio", "swift-concurrency", "c-floor"]
+let impls = ["lockfree", "dispatch-lock", "mutex", "nio", "opencombine", "swift-concurrency", "c-floor"]
 
 struct Scenario {
     let name: String
@@ -248,16 +249,23 @@ scenarios.append(Scenario(name: "unless churn", summary: "whenCancelled(unless: 
                           bodies: merge(three { $0.unlessChurn }, ["swift-concurrency": cancellationHandler])))
 scenarios.append(Scenario(name: "future then+set", summary: "source, one then, set (per future); nio: EmbeddedEventLoop promise + map + succeed; swift-concurrency: checked continuation resume",
                           opsPerIteration: 1, iterations: 200_000,
-                          bodies: merge(three { $0.thenSet }, ["nio": nioThenSet(steps: 1), "swift-concurrency": continuationResume])))
+                          bodies: merge(three { $0.thenSet }, ["nio": nioThenSet(steps: 1), "opencombine": OpenCombineBodies.thenSet,
+                                                                "swift-concurrency": continuationResume])))
 scenarios.append(Scenario(name: "promise+handler+set", summary: "nio: makePromise + whenSuccess + succeed (Embedded; in-loop MTELG as nio-loop); ours: then+set",
                           opsPerIteration: 1, iterations: 200_000,
                           bodies: ["lockfree": lf.thenSet, "nio": nioPromise, "nio-loop": nioInLoop]))
+scenarios.append(Scenario(name: "promise+thenDo+set", summary: "source + thenDo + set, no output future (per future); nio: makePromise + whenSuccess + succeed; opencombine: Future + sink",
+                          opsPerIteration: 1, iterations: 200_000,
+                          bodies: merge(three { $0.thenDoSet }, ["nio": nioPromise, "nio-loop": nioInLoop, "opencombine": OpenCombineBodies.sinkSet])))
 scenarios.append(Scenario(name: "then chain x10", summary: "source, 10 chained thens, set (per then step)",
                           opsPerIteration: 10, iterations: 50_000,
-                          bodies: merge(three { $0.thenChain10 }, ["nio": nioThenSet(steps: 10)])))
+                          bodies: merge(three { $0.thenChain10 }, ["nio": nioThenSet(steps: 10), "opencombine": OpenCombineBodies.chain10])))
 scenarios.append(Scenario(name: "flatten step", summary: "a continuation returning a pending future, then both set (per step); nio: flatMap",
                           opsPerIteration: 1, iterations: 100_000,
-                          bodies: merge(three { $0.flatten }, ["nio": nioFlatten])))
+                          bodies: merge(three { $0.flatten }, ["nio": nioFlatten, "opencombine": OpenCombineBodies.flatten])))
+let outwardLevels = 2_000
+scenarios.append(Scenario(name: "flatten chain built outwards", summary: "each new future set to the previous one, \(outwardLevels) levels, then the innermost set (per level; quadratic cycle detection shows as growth with depth)",
+                          opsPerIteration: outwardLevels, iterations: 20, bodies: three { $0.outwardChain(outwardLevels) }))
 scenarios.append(Scenario(name: "off-thread completion", summary: "complete from this thread, continuation on another thread (per future); nio: promise of a loop completed off it",
                           opsPerIteration: 1, iterations: 50_000,
                           bodies: ["lockfree": lockfreeOffThread, "nio": nioOffLoop]))
@@ -324,9 +332,40 @@ func flattenChainMemory(depth: Int) -> (bytesPerLevel: Double, grownMB: Double) 
     return (grown / Double(depth), grown / 1_048_576)
 }
 
+/// The same figure for a chain built outwards (each new future set to the
+/// previous one), measured when the outermost level is set, before the
+/// innermost completes.
+func outwardChainMemory(depth: Int) -> (bytesPerLevel: Double, grownMB: Double) {
+    func residentBytes() -> Int {
+        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        let fields = statm.split(separator: " ")
+        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+    }
+    let before = residentBytes()
+    var grown = 0
+    do {
+        let root = FutureSource<Int>()
+        var outer = root.future
+        var sources: [FutureSource<Int>] = []
+        sources.reserveCapacity(depth)
+        for _ in 0..<depth {
+            let s = FutureSource<Int>()
+            s.trySetResult(outer)
+            sources.append(s)
+            outer = s.future
+        }
+        grown = max(0, residentBytes() - before)
+        root.trySetResult(1)
+        precondition(outer.forceGetResult() == 1)
+    }
+    return (Double(grown) / Double(depth), Double(grown) / 1_048_576)
+}
+
 // Before the scenarios, so that memory they freed does not absorb the growth.
 let flattenDepth = quick ? 100_000 : 1_000_000
-let flattenMemory = filter == nil && implFilter == nil && !json ? flattenChainMemory(depth: flattenDepth) : nil
+let flattenMemory = filter == nil && implFilter == nil ? flattenChainMemory(depth: flattenDepth) : nil
+let outwardDepth = quick ? 2_000 : 10_000
+let outwardMemory = filter == nil && implFilter == nil ? outwardChainMemory(depth: outwardDepth) : nil
 
 // MARK: run and report
 
@@ -352,7 +391,15 @@ if json {
         if f.scenario == "register/remove churn", let p = churnPeaks[f.impl] { o["peak_linked_nodes"] = p() }
         out.append(o)
     }
-    let data = try! JSONSerialization.data(withJSONObject: out, options: [.prettyPrinted, .sortedKeys])
+    var memory: [[String: Any]] = []
+    if let m = flattenMemory {
+        memory.append(["shape": "tail-recursive", "depth": flattenDepth, "bytes_per_level": m.bytesPerLevel, "grown_mb": m.grownMB])
+    }
+    if let m = outwardMemory {
+        memory.append(["shape": "outward", "depth": outwardDepth, "bytes_per_level": m.bytesPerLevel, "grown_mb": m.grownMB])
+    }
+    let document: [String: Any] = ["figures": out, "flatten_chain_memory": memory]
+    let data = try! JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
     print(String(data: data, encoding: .utf8)!)
 } else {
     let used = columns.filter { c in figures.contains { $0.impl == c } }
@@ -381,6 +428,10 @@ if json {
     if let m = flattenMemory {
         print(String(format: "\nflatten chain %d deep (lockfree): resident memory grew %.1f MB by the innermost level, %.0f bytes per level",
                      flattenDepth, m.grownMB, m.bytesPerLevel))
+    }
+    if let m = outwardMemory {
+        print(String(format: "flatten chain built outwards, %d deep (lockfree): resident memory grew %.1f MB, %.0f bytes per level",
+                     outwardDepth, m.grownMB, m.bytesPerLevel))
     }
     print("\nscenarios:")
     for s in scenarios where names.contains(s.name) { print("- \(s.name): \(s.summary)") }

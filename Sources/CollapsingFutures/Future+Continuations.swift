@@ -96,7 +96,9 @@ extension Future {
     ///
     /// A throwing `f` fails the result. If `unless` is cancelled first, `f`
     /// never runs (it is released at once) and the result fails with
-    /// `CancellationError`. If this future becomes immortal, so does the result.
+    /// `CancellationError`. If this future becomes immortal, so does the
+    /// result — once `unless` can no longer fail it (until then, cancelling
+    /// `unless` fails it with `CancellationError`).
     /// Threading as `CancelToken.whenCancelled`: on the completing thread, on
     /// the main queue when registered on the main thread, or on `queue`.
     @inlinable

@@ -72,6 +72,17 @@ final class Cell: Sendable {
 /// A `then` continuation: out = src + 1.
 struct ThenRecord { let src: Int; let out: Future<Int>; let ran: Cell }
 
+/// A combinator over pool futures `a` and `b` and what it returned.
+enum CombinatorRecord {
+    case all(a: Int, b: Int, out: Future<[Int]>)
+    case race(a: Int, b: Int, out: Future<Int>)
+    case ordered(a: Int, b: Int, outs: [Future<Int>])
+    /// Unless-style, with a timeout that never fires: `unless` is token `u`;
+    /// `called` counts calls of the operation (none if `u` was already
+    /// cancelled when the call was made).
+    case timeout(a: Int, u: Int, called: Cell, out: Future<Int>)
+}
+
 /// Interprets one program. Throws `FuzzFailure` on a violated invariant.
 public func runProgram(_ data: [UInt8]) throws {
     let d = Deinits()
@@ -104,7 +115,19 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
 
     // ---- set-up: pools --------------------------------------------------
     let nTokens = 2 + (next() ?? 0) % 5
-    final class SourceBox: @unchecked Sendable { var source: CancelTokenSource? }
+    /// A token source slot. Read and written under its lock: the owner
+    /// thread cancels or drops it while nested-cancel handlers (op 12) on any
+    /// thread cancel it. (Not a `weak` capture: LeakSanitizer cannot see the
+    /// weak side table's pointer, which Swift keeps encoded in the object's
+    /// refcount word, and reports it as leaked while the object is alive.)
+    final class SourceBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var _source: CancelTokenSource?
+        var source: CancelTokenSource? {
+            get { lock.withLock { _source } }
+            set { let old = lock.withLock { () -> CancelTokenSource? in defer { _source = newValue }; return _source }; _ = old }
+        }
+    }
     var boxes: [SourceBox] = []
     var tokens: [CancelToken] = []
     var cancelStep: [Cell] = []
@@ -154,6 +177,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
         t = (t + 1) % threads
     }
     let handlerLog = Locked<[HandlerRecord]>([])
+    let combinatorLog = Locked<[CombinatorRecord]>([])
     let thenLog = Locked<[ThenRecord]>([])
     let flattenLog = Locked<[(Int, Int, Bool)]>([])
 
@@ -163,7 +187,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
         let p = programs[me]
         var k = 0
         while k + 2 < p.count {
-            let op = Int(p[k]) % 12, a = Int(p[k + 1]), b = Int(p[k + 2])
+            let op = Int(p[k]) % 17, a = Int(p[k + 1]), b = Int(p[k + 2])
             k += 3
             let now = step.add(1, ordering: .relaxed).newValue
             let ti = a % nTokens, ui = b % nTokens
@@ -206,6 +230,36 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
             case 10:        // drop a future source: unset -> immortal
                 let fi = a % nFutures
                 if fi % threads == me { fboxes[fi].source = nil }
+            case 12:        // a handler that cancels another token (nested settle, drain order)
+                let target = boxesC[ui]   // the box, not the source: it may be dropped meanwhile
+                let rec = HandlerRecord(token: ti, unless: nil, thread: me, async: false, registeredAt: now)
+                let cap = Captured(d)
+                rec.registration = tokensC[ti].whenCancelled {
+                    _ = cap
+                    rec.runs.add(1, ordering: .relaxed)
+                    rec.runStep.store(seq.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+                    target.source?.cancel()
+                }
+                mine.append(rec)
+            case 13:        // all
+                let fa = a % nFutures, fb = b % nFutures
+                let out = Future.all([futures[fa], futures[fb]])
+                combinatorLog.withLock { $0.append(.all(a: fa, b: fb, out: out)) }
+            case 14:        // race over operations returning pool futures
+                let fa = a % nFutures, fb = b % nFutures
+                let fA = futures[fa], fB = futures[fb]
+                let out = Future<Int>.race([{ _ in fA }, { _ in fB }])
+                combinatorLog.withLock { $0.append(.race(a: fa, b: fb, out: out)) }
+            case 15:        // orderedByCompletion
+                let fa = a % nFutures, fb = b % nFutures
+                let outs = [futures[fa], futures[fb]].orderedByCompletion()
+                combinatorLog.withLock { $0.append(.ordered(a: fa, b: fb, outs: outs)) }
+            case 16:        // unless-style withTimeout whose timer never fires
+                let fa = a % nFutures
+                let fA = futures[fa]
+                let called = Cell(0)
+                let out = Future<Int>.withTimeout(.seconds(Int64.max), unless: tokensC[ui]) { _ in called.add(); return fA }
+                combinatorLog.withLock { $0.append(.timeout(a: fa, u: ui, called: called, out: out)) }
             default:        // tryCancel
                 if ti % threads == me { _ = boxesC[ti].source?.tryCancel() }
             }
@@ -216,14 +270,19 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
         body(0)
     } else {
         let group = DispatchGroup(), start = DispatchSemaphore(value: 0)
-        final class Body: @unchecked Sendable { let f: (Int) -> Void; init(_ f: @escaping (Int) -> Void) { self.f = f } }
+        // The threads hold the box, not the body: a thread that has left
+        // the group but not yet exited must not keep the body's captures
+        // (every pool and log) alive past the join, or what they hold would
+        // be freed at a random later moment (after the leak checks).
+        final class Body: @unchecked Sendable { var f: ((Int) -> Void)?; init(_ f: @escaping (Int) -> Void) { self.f = f } }
         let b = Body(body)
         for i in 0..<threads {
             group.enter()
-            Thread.detachNewThread { start.wait(); b.f(i); group.leave() }
+            Thread.detachNewThread { start.wait(); b.f!(i); group.leave() }
         }
         for _ in 0..<threads { start.signal() }
         group.wait()
+        b.f = nil
     }
     queue.sync {}   // `on:` handlers already dispatched have run
 
@@ -291,5 +350,55 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     // Dropping the pools (this function's locals) must free every capture.
     for b in boxes { b.source = nil }
     for b in fboxes { b.source = nil }
+
+    // Every input is now completed or immortal, every token settled: every
+    // combinator output must be too (none may hang), and follow its inputs.
+    func value(_ f: Future<Int>) -> Int? { f.result.flatMap { try? $0.get() } }
+    for c in combinatorLog.withLock({ $0 }) {
+        switch c {
+        case let .all(a, b, out):
+            let fa = futures[a], fb = futures[b]
+            switch out.state {
+            case .succeeded:
+                if out.forceGetResult() != [value(fa), value(fb)].compactMap({ $0 }) || value(fa) == nil || value(fb) == nil {
+                    throw fail("all \(out) does not follow \(fa), \(fb)")
+                }
+            case .failed: if !fa.hasFailed && !fb.hasFailed { throw fail("all failed, no input did: \(fa), \(fb)") }
+            case .immortal: if fa.state != .immortal && fb.state != .immortal { throw fail("all immortal, no input is: \(fa), \(fb)") }
+            case .pending, .flattening: throw fail("all still \(out.state) with settled inputs \(fa), \(fb)")
+            }
+        case let .race(a, b, out):
+            let fa = futures[a], fb = futures[b]
+            switch out.state {
+            case .succeeded: if out.forceGetResult() != value(fa) && out.forceGetResult() != value(fb) { throw fail("race won with \(out), inputs \(fa), \(fb)") }
+            case .failed: if !(fa.hasFailed && fb.hasFailed) { throw fail("race failed with inputs \(fa), \(fb)") }
+            case .immortal: if fa.hasResult || fb.hasResult || (fa.hasFailed && fb.hasFailed) { throw fail("race immortal with inputs \(fa), \(fb)") }
+            case .pending, .flattening: throw fail("race still \(out.state) with settled inputs \(fa), \(fb)")
+            }
+        case let .ordered(a, b, outs):
+            let ins = [futures[a], futures[b]]
+            if outs.contains(where: { $0.state == .pending || $0.state == .flattening }) { throw fail("orderedByCompletion left \(outs) pending") }
+            let inValues = ins.compactMap(value).sorted(), outValues = outs.compactMap(value).sorted()
+            let count: ([Future<Int>], FutureState) -> Int = { fs, st in fs.filter { $0.state == st }.count }
+            if inValues != outValues || count(ins, .failed) != count(outs, .failed) || count(ins, .immortal) != count(outs, .immortal) {
+                throw fail("orderedByCompletion \(outs) does not match \(ins)")
+            }
+            if outs[0].state == .immortal && outs[1].state != .immortal { throw fail("orderedByCompletion filled a later slot before an earlier one") }
+        case let .timeout(a, u, called, out):
+            let fa = futures[a]
+            if called.load() > 1 { throw fail("withTimeout ran its operation \(called.load()) times") }
+            if called.load() == 0 {
+                if !out.hasFailedWithCancel || !tokens[u].isCancelled { throw fail("withTimeout did not run its operation, yet is \(out)") }
+                continue
+            }
+            switch (fa.state, out.state) {
+            case (.succeeded, .succeeded): if value(fa) != value(out) { throw fail("withTimeout \(out) does not deliver \(fa)") }
+            case (.failed, .failed): break
+            case (.immortal, .immortal): if tokens[u].isCancelled { throw fail("withTimeout immortal although its unless was cancelled") }
+            case (.immortal, .failed): if !out.hasFailedWithCancel || !tokens[u].isCancelled { throw fail("withTimeout \(out) with an immortal operation") }
+            default: throw fail("withTimeout \(out) does not follow its operation \(fa)")
+            }
+        }
+    }
 }
 
