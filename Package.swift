@@ -3,9 +3,13 @@ import PackageDescription
 
 let package = Package(
     name: "CollapsingFutures",
+    // What the code needs: Synchronization's Atomic and typed-throws
+    // AsyncSequence (macOS 15 / iOS 18 and the same year's OSes), Duration.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
+        // The only product. DispatchLockedFutures and MutexLockedFutures are
+        // benchmark and test baselines with the same type names: not shipped.
         .library(name: "CollapsingFutures", targets: ["CollapsingFutures"]),
-        .library(name: "DispatchLockedFutures", targets: ["DispatchLockedFutures"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -32,6 +36,10 @@ let package = Package(
         // The baseline: the same API with a lock per token, as the original
         // did with @synchronized (a serial DispatchQueue), and the same
         // sources compiled with Synchronization.Mutex (the strongest lock).
+        // Folders whose files are symlinks (one source, several targets):
+        // Sources/MutexLockedFutures -> Sources/DispatchLockedFutures;
+        // Benchmarks/BenchBodiesDL and -MX -> Benchmarks/BenchBodiesLF;
+        // Tests/LockedBehaviourTests and -MutexBehaviourTests -> Tests/BehaviourTests.
         .target(name: "DispatchLockedFutures", dependencies: ["CCollapsingFutures"], path: "Sources/DispatchLockedFutures"),
         .target(
             name: "MutexLockedFutures",

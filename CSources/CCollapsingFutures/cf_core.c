@@ -3,8 +3,6 @@
 
 #include <atomic_ops.h>
 #include <sched.h>
-#include <unistd.h>
-#include <sys/syscall.h>
 
 _Static_assert(sizeof(AO_t) == sizeof(uintptr_t), "AO_t is one machine word");
 _Static_assert(offsetof(cf_node, state) == 0, "node state word first");
@@ -250,12 +248,6 @@ uintptr_t cf_future_claim_load(const cf_future *f) {
     return AO_load_acquire(W(&f->claim));
 }
 
-static __thread int main_cache; // 0 unknown, 1 main, 2 not main
-
-int cf_is_main_thread(void) {
-    if (main_cache == 0) main_cache = (syscall(SYS_gettid) == getpid()) ? 1 : 2;
-    return main_cache == 1;
-}
 
 size_t cf_token_debug_count(cf_token *t) { return debug_count(t, 0); }
 

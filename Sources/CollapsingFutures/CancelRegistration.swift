@@ -5,7 +5,7 @@ import CCollapsingFutures
 /// Discarding it costs nothing and keeps the handler registered. Copies share
 /// the one registration. `remove()` may be called from any thread, at any
 /// time, any number of times.
-public struct CancelRegistration: Sendable {
+public struct CancelRegistration: Sendable, CustomStringConvertible {
     /// The object holding the token's state word (keeps it alive for `remove`).
     @usableFromInline nonisolated(unsafe) let _owner: AnyObject?
     @usableFromInline let _node: _Node?
@@ -39,6 +39,18 @@ public struct CancelRegistration: Sendable {
             return true
         }
         return cf_node_state(node._ptr) != UInt(CF_N_CLAIMED)
+    }
+
+    /// `CancelRegistration(registered)`, `(removed)`, `(ran)` or
+    /// `(never runs)` (discarded by an immortal token, or never registered).
+    public var description: String {
+        guard let node = _node else { return _neverRuns ? "CancelRegistration(never runs)" : "CancelRegistration(ran)" }
+        switch cf_node_state(node._ptr) {
+        case UInt(CF_N_LIVE): return "CancelRegistration(registered)"
+        case UInt(CF_N_REMOVED): return "CancelRegistration(removed)"
+        case UInt(CF_N_CLAIMED): return "CancelRegistration(ran)"
+        default: return "CancelRegistration(never runs)"
+        }
     }
 
     /// Removal on behalf of an `unless:` token that fired.

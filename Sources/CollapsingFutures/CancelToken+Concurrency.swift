@@ -26,8 +26,13 @@ extension Task where Failure == any Error {
     /// operation captured after that. (The operation itself must not capture
     /// the owner of the token's source strongly, as with any Task.)
     @discardableResult
+    ///
+    /// Like `Task.init`, `operation` inherits the caller's actor: in a
+    /// `@MainActor` type it runs on the main actor and `[weak self]` works.
+    /// (Unlike `Task.init`, `self` is not captured implicitly, so a strong
+    /// capture — the leak this initializer exists to avoid — stays visible.)
     public init(until token: CancelToken, priority: TaskPriority? = nil,
-                operation: sending @escaping @isolated(any) () async throws -> Success) {
+                @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Success) {
         let registration = _TaskRegistration()
         self = Task(priority: priority) {
             defer { registration.finish() }

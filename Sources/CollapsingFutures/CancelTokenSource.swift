@@ -8,7 +8,7 @@ import CCollapsingFutures
 ///
 /// Threading: `cancel()` and `tryCancel()` may be called from any thread;
 /// exactly one call wins, and the token's handlers run on that thread.
-public final class CancelTokenSource: Sendable {
+public final class CancelTokenSource: Sendable, CustomStringConvertible {
     let _storage: _TokenStorage
     let _cancelOnDeinit: Bool
 
@@ -39,6 +39,9 @@ public final class CancelTokenSource: Sendable {
     deinit {
         _storage.settle(_cancelOnDeinit ? _wCancelled : _wImmortal)
     }
+
+    /// `CancelTokenSource(stillCancellable)` or `CancelTokenSource(cancelled)`.
+    public var description: String { "CancelTokenSource(\(token.state))" }
 
     /// The token this source controls.
     public var token: CancelToken { CancelToken(_owner: _storage) }

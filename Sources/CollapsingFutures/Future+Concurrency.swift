@@ -65,7 +65,12 @@ extension Future {
     }
 
     /// A future completed by `operation`, run in a new Task.
-    public convenience init(_ operation: @escaping @Sendable () async throws -> Value) {
+    ///
+    /// Like `Task.init`, `operation` inherits the caller's actor: written in
+    /// a `@MainActor` type it runs on the main actor, and `[weak self]`
+    /// works. (Unlike `Task.init`, `self` is not captured implicitly: a
+    /// strong capture stays visible in the code.)
+    public convenience init(@_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
         self.init()
         Task { [self] in
             do { self._trySet(.success(try await operation())) } catch { self._trySet(.failure(error)) }
@@ -75,7 +80,10 @@ extension Future {
     /// A future completed by `operation`, run in a new Task that `token`
     /// cancels; then the future fails with `CancellationError` at once. The
     /// registration on `token` is removed when the future completes.
-    public convenience init(until token: CancelToken, _ operation: @escaping @Sendable () async throws -> Value) {
+    ///
+    /// `operation` inherits the caller's actor, as with `init(_:)`.
+    public convenience init(until token: CancelToken,
+                            @_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
         self.init()
         if token.isCancelled {
             _trySet(.failure(CancellationError()))

@@ -7,7 +7,7 @@ import CCollapsingFutures
 /// thread (see `Future` for the threading rules). When the source is
 /// deallocated while unset, the future becomes immortal and discards every
 /// continuation unrun.
-public final class FutureSource<Value: Sendable>: Sendable {
+public final class FutureSource<Value: Sendable>: Sendable, CustomStringConvertible {
     /// The future this source completes.
     public let future: Future<Value>
 
@@ -27,6 +27,9 @@ public final class FutureSource<Value: Sendable>: Sendable {
     }
 
     deinit { future._tryImmortalize() }
+
+    /// `FutureSource(Future(pending))`, `FutureSource(Future(succeeded: 3))`, …
+    public var description: String { "FutureSource(\(future))" }
 
     /// Succeeds with `value`. `false` if the future was already set.
     @inlinable @discardableResult public func trySetResult(_ value: Value) -> Bool { future._trySet(.success(value)) }

@@ -14,7 +14,7 @@ final class Lines: @unchecked Sendable {
 }
 
 public enum Example: String, CaseIterable, Sendable {
-    case addressBook = "address-book", pipeline, retry, race, controller
+    case addressBook = "address-book", pipeline, retry, race, controller, viewModel = "view-model"
 
     public func run() async -> [String] {
         switch self {
@@ -23,6 +23,7 @@ public enum Example: String, CaseIterable, Sendable {
         case .retry: return await retryExample()
         case .race: return await raceExample()
         case .controller: return await controllerExample()
+        case .viewModel: return await viewModelExample()
         }
     }
 }
@@ -217,6 +218,16 @@ public func blockedMainExample() -> [String] {
     while (futures.contains { $0.1() } || !task.isCancelled) && Date() < deadline { usleep(1000) }
     for (name, _, describe) in futures { out.say("\(name): \(describe())") }
     out.say("task cancelled: \(task.isCancelled)")
+    // A continuation of the user's own, registered on this main thread, runs
+    // on the main queue, which nobody drains here: `.completingThread` runs
+    // it where the future completes instead.
+    let reply = FutureSource<String>()
+    let seen = Lines()
+    reply.future.thenDo(on: .completingThread) { seen.say("reply: \($0)") }
+    Thread.detachNewThread { reply.trySetResult("pong") }
+    let until = Date().addingTimeInterval(10)
+    while seen.all.isEmpty && Date() < until { usleep(1000) }
+    for line in seen.all { out.say(line) }
     withExtendedLifetime(keep) {}
     return out.all
 }
@@ -237,4 +248,46 @@ public func misuseExample(_ name: String) -> Never {
         break
     }
     fatalError("unknown misuse \(name)")
+}
+
+// MARK: view model — UI code on the main actor: no `assumeIsolated`, no
+// strong `self` in a Task, the view model deinitializes when dropped.
+
+/// A profile screen's view model. Everything it starts ends with `lifetime`.
+@MainActor final class ProfileViewModel {
+    var title = "loading"
+    var status = ""
+    /// Cancelled (not made immortal) when the view model goes: what it
+    /// started is stopped, not just forgotten.
+    let lifetime = CancelTokenSource(cancelOnDeinit: true)
+    let out: Lines
+    init(out: Lines) { self.out = out }
+    deinit { out.say("view model deinit") }
+
+    /// Shows the name when it arrives (a continuation on the main actor),
+    /// and polls a status in a Task bound to the view model's lifetime.
+    func bind(name: Future<String>, status: Future<String>) -> Task<Void, any Error> {
+        name.thenDo(on: MainActor.shared, unless: lifetime.token) { [weak self] in self?.title = $0 }
+        return Task(until: lifetime.token) { [weak self] in
+            let s = try await status.get()
+            self?.status = s   // inherits the main actor, like Task { }
+        }
+    }
+}
+
+@MainActor func viewModelExample() async -> [String] {
+    let out = Lines()
+    var model: ProfileViewModel? = ProfileViewModel(out: out)
+    let name = FutureSource<String>(), status = FutureSource<String>()
+    let task = model!.bind(name: name.future, status: status.future)
+    name.trySetResult("Ada")
+    status.trySetResult("online")
+    _ = try? await task.value
+    for _ in 0..<1000 where model!.title != "Ada" { await Task.yield() }
+    out.say("title: \(model!.title), status: \(model!.status)")
+    let never = FutureSource<String>()
+    let pending = model!.bind(name: never.future, status: never.future)
+    model = nil   // dropping the view model ends its lifetime: the task is cancelled
+    do { try await pending.value; out.say("task finished") } catch { out.say("task ended: \(type(of: error))") }
+    return out.all
 }

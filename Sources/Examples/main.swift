@@ -1,5 +1,5 @@
 // swift run Examples <name>
-// names: address-book, pipeline, retry, race, controller, main-queue, blocked-main;
+// names: address-book, pipeline, retry, race, controller, view-model, main-queue, blocked-main;
 // `misuse <backoff-nan|negative-delay|force-get-pending>` dies with the library's message;
 // none: all but the two main-thread ones.
 import ExampleKit

@@ -22,6 +22,12 @@ import Testing
         #expect(await Example.race.run() == ["winner: fast mirror", "slow mirror cancelled: true"])
     }
 
+    @Test func mainActorViewModelNeedsNoAssumptionsAndDeinits() async {
+        #expect(await Example.viewModel.run() == [
+            "title: Ada, status: online", "view model deinit", "task ended: CancellationError",
+        ])
+    }
+
     @Test func controllerEndsItsTaskAndStreamWhenDropped() async {
         let lines = await Example.controller.run()
         #expect(lines.first == "event 1")
@@ -48,7 +54,7 @@ import Testing
             "all: Future(succeeded: [1, 2])", "allSettled: completed",
             "race: Future(succeeded: 2)", "unless: Future(succeeded: 2)",
             "retrying: Future(succeeded: 2)", "orderedByCompletion: Future(succeeded: [2, 1])",
-            "task cancelled: true",
+            "task cancelled: true", "reply: pong",
         ])
     }
 

@@ -165,7 +165,8 @@ size_t cf_token_debug_count_live(cf_token *t);
 int cf_future_claim(cf_future *f, uintptr_t expected, uintptr_t desired);
 uintptr_t cf_future_claim_load(const cf_future *f);
 
-/// 1 on the process's main thread (gettid() == getpid(), cached per thread).
+/// 1 on the process's main thread, cached per thread (cf_platform.c:
+/// pthread_main_np() on Darwin, gettid() == getpid() on Linux).
 int cf_is_main_thread(void);
 
 #ifdef __cplusplus

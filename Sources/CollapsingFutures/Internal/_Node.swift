@@ -87,7 +87,11 @@ class _Node: @unchecked Sendable {
     /// Records the threading contract for `_dispatchRun`.
     @inline(__always)
     final func _setThreading(_ queue: DispatchQueue?) {
-        if let queue { _queue = queue } else if cf_is_main_thread() != 0 { _mainSticky = true }
+        if let queue {
+            if queue !== DispatchQueue.completingThread { _queue = queue }
+        } else if cf_is_main_thread() != 0 {
+            _mainSticky = true
+        }
     }
 }
 

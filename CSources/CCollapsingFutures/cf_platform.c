@@ -1,0 +1,27 @@
+// cf_platform.c — what differs between platforms, kept out of the lock-free
+// core (cf_core.c): which thread is the process's main thread.
+#include "cf_core.h"
+
+#if defined(__APPLE__)
+#include <pthread.h>
+#else
+#include <unistd.h>
+#include <sys/syscall.h>
+#endif
+
+// Per thread: 0 unknown, 1 main, 2 not main. A thread's answer never
+// changes, so it is computed once (the check is on every registration).
+static __thread int main_cache;
+
+int cf_is_main_thread(void) {
+    if (main_cache == 0) {
+#if defined(__APPLE__)
+        // Darwin: thread ids are not process ids; ask pthreads.
+        main_cache = pthread_main_np() ? 1 : 2;
+#else
+        // Linux: the main thread's kernel thread id is the process id.
+        main_cache = (syscall(SYS_gettid) == getpid()) ? 1 : 2;
+#endif
+    }
+    return main_cache == 1;
+}

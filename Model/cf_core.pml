@@ -1,0 +1,1205 @@
+/*
+ * cf_core.pml -- exhaustive model of CSources/CCollapsingFutures/cf_core.c
+ *
+ * One model; a configuration is selected with -DCFG_<NAME> (see the end of
+ * this comment and the CONFIGURATIONS section below); a mutant with
+ * -DMUT_<NAME>. Run everything with `bash Model/run.sh` (`make model`) and
+ * the mutation check with `bash Model/run.sh mutants` (`make model-mutants`).
+ *
+ * Granularity. Every atomic operation of cf_core.c on a shared word (CAS,
+ * load, store, fetch-and-add) is one Promela step (one d_step), named after
+ * the C function. Plain accesses to data that one thread owns at that moment
+ * (a node not yet published, the list a settler took or a cleaner holds under
+ * CF_W_CLEANING, the per-thread drain queue) are merged into the neighbouring
+ * step. The Swift layer's calls into the core (Sources/CollapsingFutures:
+ * _addHandler, _register, remove(), the node callback, _trySetFuture,
+ * _detectCycle) are modelled on top, with the two references per node.
+ *
+ * Step table: `@step <id> | <C function> | <snippet of the C line>`.
+ * Model/check-steps.sh finds each snippet exactly once inside that function
+ * of cf_core.c and prints `<id> -> cf_core.c:LINE`; each <id> also marks the
+ * model step(s) it names (`@<id>` in a comment next to the d_step). A snippet
+ * starting with ^ must start the (trimmed) line.
+ *
+ * @step token_load      | cf_token_load         | return AO_load_acquire(W(&t->word));
+ * @step node_state      | cf_node_state         | return AO_load_acquire(W(&n->state));
+ * @step reg_load        | cf_token_register     | AO_t w = AO_load_acquire(W(&t->word));
+ * @step reg_next        | cf_token_register     | n->next = NODE_OF(w);
+ * @step reg_cas         | cf_token_register     | AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), w,
+ * @step reg_keep_clean  | cf_token_register     | (AO_t)n | (w & CF_W_CLEANING));
+ * @step enq_started     | enqueue_started       | if (started_tail) started_tail->next = first; else started_head = first;
+ * @step drain_splice    | drain                 | started_tail->next = rest_head;
+ * @step drain_pop       | drain                 | rest_head = n->next;
+ * @step drain_claim     | drain                 | int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
+ * @step drain_call      | drain                 | fn(ctx, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
+ * @step must_queue      | cf_drain_must_queue   | return draining && started_head != NULL;
+ * @step node_enqueue    | cf_node_enqueue       | enqueue_started(n, n);
+ * @step settle_load     | cf_token_settle       | AO_t w = AO_load_acquire(W(&t->word));
+ * @step settle_wait     | cf_token_settle       | if (w & CF_W_CLEANING) {
+ * @step settle_reload   | cf_token_settle       | ^w = AO_load_acquire(W(&t->word));
+ * @step settle_cas      | cf_token_settle       | AO_fetch_compare_and_swap_full(W(&t->word), w, terminal);
+ * @step settle_reverse  | cf_token_settle       | lifo->next = fifo;
+ * @step settle_enqueue  | cf_token_settle       | if (fifo) enqueue_started(fifo, last);
+ * @step settle_drain    | cf_token_settle       | if (!draining) drain();
+ * @step clean_load      | try_clean             | AO_t w = AO_load(W(&t->word));
+ * @step clean_cas       | try_clean             | AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)
+ * @step clean_state     | try_clean             | if (AO_load_acquire(W(&cur->state)) == CF_N_REMOVED) {
+ * @step clean_unlink    | try_clean             | prev->next = next;
+ * @step clean_len       | try_clean             | AO_store(W(&t->last_len), kept);
+ * @step clean_dead      | try_clean             | AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
+ * @step clean_reload    | try_clean             | AO_t cur_w = AO_load(W(&t->word));
+ * @step clean_clear     | try_clean             | AO_fetch_compare_and_swap_release(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+ * @step clean_call      | try_clean             | fn(unlinked->ctx, CF_EV_UNLINK);
+ * @step remove_cas      | cf_node_remove        | AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, CF_N_REMOVED)
+ * @step remove_inc      | cf_node_remove        | AO_fetch_and_add1(W(&t->dead))
+ * @step remove_len      | cf_node_remove        | AO_load(W(&t->last_len)) / 2) try_clean(t);
+ * @step node_claim      | cf_node_claim         | return AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, fate);
+ * @step dbg_load        | debug_count           | AO_t w = AO_load_acquire(W(&t->word));
+ * @step dbg_cas         | debug_count           | AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)
+ * @step dbg_state       | debug_count           | AO_load_acquire(W(&n->state)) == CF_N_LIVE) count++;
+ * @step dbg_reload      | debug_count           | AO_t cur_w = AO_load(W(&t->word));
+ * @step dbg_clear       | debug_count           | AO_fetch_compare_and_swap_release(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+ * @step future_claim    | cf_future_claim       | return AO_compare_and_swap_full(W(&f->claim), expected, desired);
+ * @step future_load     | cf_future_claim_load  | return AO_load_acquire(W(&f->claim));
+ *
+ * Swift-layer steps (not line-checked; the Swift files change independently):
+ *   swift_retain   Internal/_Node.swift _register: Unmanaged.passRetained (the list's reference)
+ *   swift_release  any release of a node reference; the last one frees the node
+ *   add            CancelToken._addHandler (cf_token_load, inline claim, _register)
+ *   register       _register (cf_token_register, then enqueue / claim + run inline)
+ *   remove         CancelRegistration.remove() and _removeByUnless
+ *   callback       the cf_node.fn closure of _Node.init (takeRetainedValue + event)
+ *   set_future     Future._trySetFuture; detect_cycle: Future._detectCycle (Brent)
+ *
+ * Memory model: sequentially consistent, except that with -DSTOREBUF (set by
+ * the flat-acq mutant) the FLATTENING publication may sit in a per-thread
+ * store buffer (forwarded to the thread's own loads, flushed at any time by
+ * the `flusher` process, and drained before every full-barrier operation).
+ *
+ * Configurations (-DCFG_*): RACE, IMMORTAL, NESTED1, NESTED2, CHURN,
+ * PROGRESS, CYCLEP2, CYCLEP3, CYCLE2, CYCLE3, FSET. See Model/README.md.
+ */
+
+/* ---------------------------------------------------------------- constants */
+#define LIVE        0   /* CF_N_LIVE */
+#define CLAIMED     1   /* CF_N_CLAIMED */
+#define REMOVED     2   /* CF_N_REMOVED */
+#define DISCARDED   3   /* CF_N_DISCARDED */
+#define W_CLEANING  1   /* CF_W_CLEANING */
+#define W_CANCELLED 2   /* CF_W_CANCELLED */
+#define W_IMMORTAL  4   /* CF_W_IMMORTAL */
+#define W_TERMINAL  6   /* CF_W_TERMINAL */
+/* A node "pointer" is its index 1..NN (0 is NULL); the word keeps the three
+   tag bits below it, as the 16-byte alignment does in C. */
+#define NODE_OF(w)  ((w) >> 3)
+#define MKW(n)      ((n) << 3)
+#define REG_ADDED     0
+#define REG_CANCELLED 1
+#define REG_IMMORTAL  2
+#define EV_RUN     1
+#define EV_DISCARD 2
+#define EV_UNLINK  3
+#define F_UNSET      0
+#define F_CLAIMED    1
+#define F_FLATTENING 2
+/* Handler actions (what the Swift node subclasses do when run/discarded). */
+#define A_CANCEL 1   /* cancel token a (e.g. a handler cancelling an `unless` source; a forwarder completing its output) */
+#define A_IMMORT 2   /* make token a immortal (a forwarder's discard) */
+#define A_REMOVE 3   /* remove node a (an unless link: _removeByUnless) */
+#define A_ADD    4   /* register node a from inside the handler (registration dropped) */
+#define ACT(k, a) (((k) << 4) | (a))
+
+/* ------------------------------------------------------------ configurations */
+#if defined(CFG_RACE)
+/* Registration and removal (with cleanup) racing cancel: 3 threads, 1 token, 3 nodes. */
+#define NP 3
+#define NN 3
+#define NT 1
+#define NF 0
+#define CLEAN_MIN 1
+#define CHECK_FIFO
+#define CHECK_LEN
+#define LEN_SLACK 3
+#define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
+#define T0_OPS    ADD(1); ADD(2); REMOVE(1); DROP(1); DROP(2)
+#define T1_OPS    ADD(3); REMOVE(3); DROP(3)
+#define T2_OPS    CANCEL(0)
+#define CFG_END   assert(word[0] == W_CANCELLED)
+
+#elif defined(CFG_IMMORTAL)
+/* Registration racing cancel and immortalize; exactly one settle wins. */
+#define NP 3
+#define NN 2
+#define NT 1
+#define NF 0
+#define CLEAN_MIN 1
+#define CHECK_FIFO
+#define CHECK_LEN
+#define LEN_SLACK 2
+#define CFG_INIT  tok[1] = 0; tok[2] = 0
+#define T0_OPS    ADD(1); ADD(2); REMOVE(2); DROP(1); DROP(2)
+#define T1_OPS    CANCEL(0)
+#define T2_OPS    IMMORT(0)
+#define CFG_END   assert(word[0] == W_CANCELLED || word[0] == W_IMMORTAL)
+
+#elif defined(CFG_NESTED1) || defined(CFG_NESTED2)
+/* Drain order with nested settles, an unless removal by an earlier handler,
+   a queued registration (cf_node_enqueue) and an inline one. Tokens: 0 (root),
+   1 (the `unless` token of node 2), 2. Nodes:
+     1 on 0: run = cancel token 1, then register node 4 on token 0 (cancelled,
+             and node 1 has started work still waiting: queued)
+     2 on 0: its registration is also held by its unless link, node 3
+     3 on 1: the unless link: run = remove node 2, then register node 5 on
+             token 1 (cancelled, nothing started: runs inline)
+     4 on 0: run = cancel token 2
+     5 on 1: no action
+     6 on 2: no action
+   Expected (synchronous recursion): 1, 3, 5, 4, 6 run; 2 is removed by 3. */
+#define NN 7
+#define NT 3
+#define NF 0
+#define CLEAN_MIN 1
+#define CHECK_FIFO
+#define CHECK_LEN
+#define CHECK_ORDER
+#define LEN_SLACK 3
+#define CFG_INIT_N tok[1] = 0; tok[2] = 0; tok[3] = 1; tok[4] = 0; tok[5] = 1; tok[6] = 2; tok[7] = 0; \
+                   ra1[1] = ACT(A_CANCEL, 1); ra2[1] = ACT(A_ADD, 4); \
+                   ra1[3] = ACT(A_REMOVE, 2); ra2[3] = ACT(A_ADD, 5); hold[3] = 2; \
+                   ra1[4] = ACT(A_CANCEL, 2)
+#define T0_OPS    ADD(1); ADD(2); ADD(3); ADD(6); CANCEL(0); DROP(1); DROP(2); DROP(3); DROP(6)
+#if defined(CFG_NESTED1)
+#define NP 1
+#define CFG_INIT  CFG_INIT_N
+#define CFG_END   assert(ran[1] && ran[3] && ran[4] && ran[5] && ran[6] && st[2] == REMOVED && !ran[2]); \
+                  assert(word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)
+#else
+/* A second thread registers and removes node 7 on token 0 and cancels token 2
+   while thread 0 drains. */
+#define NP 2
+#define CFG_INIT  CFG_INIT_N
+#define T1_OPS    ADD(7); REMOVE(7); DROP(7); CANCEL(2)
+#define CFG_END   assert(ran[1] && ran[3] && ran[5] && st[2] == REMOVED && !ran[2]); \
+                  assert(word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)
+#endif
+
+#elif defined(CFG_CHURN)
+/* Register/remove churn forever with recycled node slots (ABA on the head),
+   amortized cleanup, and a cancel at some point. List-length bound. */
+#define NP 3
+#define NN 4
+#define NT 1
+#define NF 0
+#ifndef CLEAN_MIN
+#define CLEAN_MIN 2
+#endif
+#define CHECK_LEN
+#ifndef LEN_SLACK
+#define LEN_SLACK 3
+#endif
+#define CHURN
+#define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0; tok[4] = 0
+#define T0_OPS    do :: CHURN1(1); CHURN1(2) od
+#define T1_OPS    do :: CHURN1(3); CHURN1(4) od
+#define T2_OPS    CANCEL(0)
+#define CFG_END   skip
+
+#elif defined(CFG_PROGRESS)
+/* Cancel must terminate under weak fairness (no livelock through the
+   CLEANING wait), with a cleaner, a concurrent push and debug_count. */
+#define NP 3
+#define NN 3
+#define NT 1
+#define NF 0
+#define CLEAN_MIN 1
+#define PROGRESS
+#define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
+#define T0_OPS    ADD(1); ADD(2); REMOVE(1); DROP(1); DROP(2)
+#define T1_OPS    ADD(3); DCOUNT(0); DROP(3)
+#define T2_OPS    CANCEL(0)
+#define CFG_END   assert(word[0] == W_CANCELLED)
+
+#elif defined(CFG_CYCLEP2) || defined(CFG_CYCLEP3)
+/* The claim-word protocol alone, as cf_future_claim documents it: claim
+   (full), write target, publish FLATTENING (full), walk. Threads close a
+   cycle concurrently; at least one must detect it. */
+#define CYCLE_PROTO
+#define NN 1
+#define NF NT
+#define CFG_INIT  skip
+#define T0_OPS    SETF(0, 1, 0)
+#if defined(CFG_CYCLEP2)
+#define NP 2
+#define NT 2
+#define T1_OPS    SETF(1, 0, 0)
+#else
+#define NP 3
+#define NT 3
+#define T1_OPS    SETF(1, 2, 0)
+#define T2_OPS    SETF(2, 0, 0)
+#endif
+#define CFG_END   assert(ndetect >= 1)
+
+#elif defined(CFG_CYCLE2) || defined(CFG_CYCLE3)
+/* Future._trySetFuture as written: claim, target, FLATTENING, register the
+   forwarder (_FlattenNode) on the target's token, walk. Every future of a
+   cycle closed concurrently ends immortal. Forwarder of future i: node i+1,
+   on token (i+1) mod n; run = cancel i (complete), discard = immortalize i. */
+#define NF NT
+#define T0_OPS    SETF(0, 1, 1)
+#if defined(CFG_CYCLE2)
+#define NP 2
+#define NN 2
+#define NT 2
+#define CFG_INIT  tok[1] = 1; tok[2] = 0; \
+                  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
+                  ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1)
+#define T1_OPS    SETF(1, 0, 2)
+#define CFG_END   assert(ndetect >= 1 && word[0] == W_IMMORTAL && word[1] == W_IMMORTAL)
+#else
+#define NP 3
+#define NN 3
+#define NT 3
+#define CFG_INIT  tok[1] = 1; tok[2] = 2; tok[3] = 0; \
+                  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
+                  ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1); \
+                  ra1[3] = ACT(A_CANCEL, 2); da[3] = ACT(A_IMMORT, 2)
+#define T1_OPS    SETF(1, 2, 2)
+#define T2_OPS    SETF(2, 0, 3)
+#define CFG_END   assert(ndetect >= 1 && word[0] == W_IMMORTAL && word[1] == W_IMMORTAL && word[2] == W_IMMORTAL)
+#endif
+
+#elif defined(CFG_FSET)
+/* Two futures set to each other while a third thread completes future 0:
+   exactly one claimant per future; everything ends settled, and a cycle of
+   FLATTENING futures only if all of it is immortal. */
+#define NP 3
+#define NN 2
+#define NT 2
+#define NF 2
+#define CFG_INIT  tok[1] = 1; tok[2] = 0; \
+                  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
+                  ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1)
+#define T0_OPS    SETF(0, 1, 1)
+#define T1_OPS    SETF(1, 0, 2)
+#define T2_OPS    TRYSET(0)
+#define CFG_END   assert((word[0] & W_TERMINAL) && (word[1] & W_TERMINAL)); \
+                  assert(!(claim[0] == F_FLATTENING && claim[1] == F_FLATTENING && target[0] == 2 && target[1] == 1) \
+                         || (word[0] == W_IMMORTAL && word[1] == W_IMMORTAL))
+
+#else
+#error "select a configuration with -DCFG_<NAME>"
+#endif
+
+#ifndef LEN_SLACK
+#define LEN_SLACK NN
+#endif
+
+#if defined(MUT_FLAT_ACQ)
+#define STOREBUF
+#endif
+
+/* ------------------------------------------------------------------ state */
+/* cf_token (one per token; futures 0..NF-1 use tokens 0..NF-1) */
+byte word[NT];        /* cf_token.word */
+byte dead[NT];        /* cf_token.dead (wraps like an AO_t) */
+byte last_len[NT];    /* cf_token.last_len */
+/* cf_node (index 0 unused) */
+byte st[NN + 1];      /* cf_node.state */
+byte nx[NN + 1];      /* cf_node.next */
+byte op[NN + 1];      /* cf_node.op */
+byte refs[NN + 1];    /* Swift strong references to the node object */
+bit  alive[NN + 1];   /* allocated and not freed */
+bit  holding[NN + 1]; /* the node still holds the registration of node hold[n] */
+bit  hasreg[NN + 1];  /* the registering thread holds a CancelRegistration on it */
+/* configuration constants: never change after init, so not in the state vector */
+hidden byte tok[NN + 1];              /* token the node registers on */
+hidden byte ra1[NN + 1], ra2[NN + 1]; /* actions when run */
+hidden byte da[NN + 1];               /* action when discarded */
+hidden byte hold[NN + 1];             /* registration this node holds (unless link) */
+hidden byte wk, wc, wt, wi;           /* scratch inside d_steps only */
+/* futures */
+#if NF > 0
+byte claim[NF];       /* cf_future.claim */
+byte target[NF];      /* Future._target (future index + 1, 0 = nil) */
+byte claimer[NF];     /* ghost: thread + 1 that won UNSET -> CLAIMED */
+byte ndetect;         /* ghost: walks that found their own future */
+#endif
+#ifdef STOREBUF
+byte sb[NP];          /* buffered FLATTENING store: future + 1 (0 = empty) */
+byte sbt[NP];         /* ... and the target stored with it */
+#endif
+/* ghosts for the properties */
+byte wins[NN + 1];    /* CASes out of LIVE won (must end at exactly 1) */
+bit  used[NN + 1];    /* registration attempted (so it must get a fate) */
+bit  ran[NN + 1];     /* the handler ran */
+bit  disc[NN + 1];    /* the handler was discarded */
+bit  rtrue[NN + 1];   /* a remove() returned true (or a removal won) */
+bit  rfalse[NN + 1];  /* a remove() returned false */
+bit  lnk[NN + 1];     /* linked in its token's list */
+bit  inq[NN + 1];     /* in a drain queue, a settler's list or a cleaner's unlinked chain */
+#ifdef CHECK_FIFO
+byte tseq[NT];        /* registrations pushed so far, per token */
+byte rseq[NN + 1];    /* push order of the node */
+byte lastrun[NT];     /* push order of the last listed node claimed, per token */
+bit  listed[NN + 1];
+#endif
+#ifdef CHECK_LEN
+byte nlinked[NT];     /* nodes linked in the list */
+byte nlive[NT];       /* of those, still LIVE */
+#endif
+#ifdef CHECK_ORDER
+byte par[NN + 1];     /* callback running when the node was started (0: none) */
+byte sseq[NN + 1];    /* start order on its thread */
+byte lastc[NN + 1];   /* start order of the last visited child */
+byte pend[NN + 1];    /* started children not yet visited */
+#endif
+byte ndone;           /* threads finished */
+
+/* ------------------------------------------------------ node references */
+inline FREEN(n) {
+  /* Freed only when unreachable (P5) and after its fate (P1). */
+  assert(!lnk[n] && !inq[n]);
+  wt = 0;
+  do
+  :: wt < NT ->
+     wk = NODE_OF(word[wt]); wc = 0;
+     do
+     :: wk != 0 -> assert(wk != n && alive[wk]); wk = nx[wk]; wc++; assert(wc <= NN)
+     :: else -> break
+     od;
+     wt++
+  :: else -> break
+  od;
+  wk = 0; wc = 0; wt = 0;
+  assert(!used[n] || wins[n] == 1);
+  alive[n] = 0
+}
+
+/* swift_release: atomic decrement; whoever drops the last reference frees. */
+inline release_body(n) {
+  assert(alive[n] && refs[n] > 0);
+  refs[n]--;
+#ifndef MUT_FREE_FIRST
+  if :: refs[n] == 0 -> FREEN(n) :: else -> skip fi
+#else
+  FREEN(n)   /* MUTANT free-first: frees on the first reference dropped */
+#endif
+}
+inline release(n) { d_step { release_body(n) } }
+
+/* An unless link drops the registration it holds once its own fate is settled
+   (_UnlessNode: target = nil on run, discard and removal). */
+inline drop_held(n) {
+  d_step { if :: holding[n] -> holding[n] = 0; release_body(hold[n]) :: else -> skip fi }
+}
+/* A node dropped without ever being registered (its token was immortal). */
+inline dispose(n) {
+  d_step {
+    if :: holding[n] -> holding[n] = 0; release_body(hold[n]) :: else -> skip fi;
+    release_body(n)
+  }
+}
+
+inline WIN(n) { wins[n]++; assert(wins[n] == 1) }   /* P1: exactly one fate */
+
+/* ------------------------------------------------------- ghost checks */
+#ifdef CHECK_LEN
+#define LEN_CHK(t) assert(nlinked[t] <= nlive[t] + LEN_SLACK)   /* P6 */
+#else
+#define LEN_CHK(t) skip
+#endif
+
+#ifdef CHECK_ORDER
+/* P9 drain order: on each thread, handlers run in the pre-order of the tree
+   "started while this callback ran" with children in the order started, i.e.
+   the order synchronous recursion gives at callback boundaries. */
+#define START(n) par[n] = ctx; oseq++; sseq[n] = oseq; if :: ctx != 0 -> pend[ctx]++ :: else -> skip fi
+inline VISIT(n) {
+  do
+  :: osp > 0 && ostk[osp - 1] != par[n] -> assert(pend[ostk[osp - 1]] == 0); osp--; ostk[osp] = 0
+  :: else -> break
+  od;
+  assert(par[n] == 0 || (osp > 0 && ostk[osp - 1] == par[n]));
+  if
+  :: par[n] == 0 -> assert(sseq[n] > oroot); oroot = sseq[n]
+  :: else -> assert(sseq[n] > lastc[par[n]]); lastc[par[n]] = sseq[n]; pend[par[n]]--
+  fi;
+  ostk[osp] = n; osp++
+}
+#define ORDER_LOCALS byte ctx, octx0, octx1, octx2, oseq, oroot, osp; byte ostk[NN + 1];
+#define SET_CTX(s, n) s = ctx; ctx = n
+#define RESTORE_CTX(s) ctx = s; s = 0
+inline ORDER_RESET() {
+  d_step { assert(osp == 0 || pend[ostk[osp - 1]] == 0);
+           do :: osp > 0 -> osp--; assert(pend[ostk[osp]] == 0); ostk[osp] = 0 :: else -> break od;
+           oseq = 0; oroot = 0; ctx = 0 }
+}
+#else
+#define START(n) skip
+#define VISIT(n) skip
+#define ORDER_LOCALS
+#define SET_CTX(s, n) skip
+#define RESTORE_CTX(s) skip
+#define ORDER_RESET() skip
+#endif
+
+#ifdef STOREBUF
+#define FENCE (sb[me] == 0)   /* a full barrier waits for this thread's store buffer */
+#else
+#define FENCE skip
+#endif
+
+/* ============================================================ cf_core.c */
+
+/* cf_token_load */
+inline cf_token_load(t, out) {
+  d_step { out = word[t] }                                    /* @token_load */
+}
+
+/* cf_token_register (with the Swift passRetained merged into its first step:
+   the node is still private). */
+inline cf_token_register(t, n, res) {
+  d_step { refs[n]++; used[n] = 1; rw = word[t] }             /* @reg_load (+ swift_retain) */
+  do
+  :: (rw & W_CANCELLED) -> res = REG_CANCELLED; break
+  :: (rw & W_IMMORTAL) -> res = REG_IMMORTAL; break
+  :: !(rw & W_TERMINAL) ->
+     d_step {                                                 /* @reg_next @reg_cas */
+       FENCE;
+       assert(alive[n]);
+       nx[n] = NODE_OF(rw);
+       if
+       :: word[t] == rw ->
+#ifndef MUT_REG_DROP_CLEANING
+          word[t] = MKW(n) | (rw & W_CLEANING);               /* @reg_keep_clean */
+#else
+          word[t] = MKW(n);                                   /* MUTANT reg-drops-cleaning */
+#endif
+          rok = 1; lnk[n] = 1;
+#ifdef CHECK_FIFO
+          tseq[t]++; rseq[n] = tseq[t]; listed[n] = 1;
+#endif
+#ifdef CHECK_LEN
+          nlinked[t]++; nlive[t]++; LEN_CHK(t);
+#endif
+          skip
+       :: else -> rw = word[t]; rok = 0
+       fi
+     }
+     if :: rok -> res = REG_ADDED; break :: else -> skip fi
+  od;
+  rw = 0; rok = 0
+}
+
+/* enqueue_started: this thread's queue; used inside a d_step */
+inline enqueue_started(first, last) {
+  nx[last] = 0;
+  if :: stl != 0 -> nx[stl] = first :: else -> sh = first fi; /* @enq_started */
+  stl = last
+}
+
+/* cf_node_enqueue: only called while draining (cf_drain_must_queue was true) */
+inline cf_node_enqueue(n, term) {
+  d_step {                                                    /* @node_enqueue */
+    assert(draining && alive[n]);
+    op[n] = term; inq[n] = 1; START(n);
+    enqueue_started(n, n)
+  }
+}
+
+/* cf_token_settle up to (excluding) the drain call */
+inline settle_body(t, term, res) {
+  d_step { sw = word[t] }                                     /* @settle_load */
+  do
+  :: (sw & W_TERMINAL) -> res = 0; break
+  :: !(sw & W_TERMINAL) && (sw & W_CLEANING) ->               /* @settle_wait (sched_yield) */
+     d_step { sw = word[t] }                                  /* @settle_reload */
+#ifndef MUT_SETTLE_NOWAIT
+  :: !(sw & (W_TERMINAL | W_CLEANING)) ->
+#else
+  :: !(sw & W_TERMINAL) ->                                    /* MUTANT settle-nowait: may CAS while a cleaner holds the list */
+#endif
+     d_step {                                                 /* @settle_cas */
+       FENCE;
+       if
+       :: word[t] == sw ->
+          word[t] = term; sok = 1;
+          /* ghost: the list now belongs to this settler */
+          wk = NODE_OF(sw); wc = 0;
+          do
+          :: wk != 0 -> assert(alive[wk]); lnk[wk] = 0; inq[wk] = 1; wk = nx[wk]; wc++; assert(wc <= NN)
+          :: else -> break
+          od;
+          wk = 0; wc = 0;
+#ifdef CHECK_LEN
+          nlinked[t] = 0; nlive[t] = 0;
+#endif
+          skip
+       :: else -> sw = word[t]; sok = 0
+       fi
+     }
+     if :: sok -> res = 1; break :: else -> skip fi
+  od;
+  if
+  :: res ->
+     d_step {                                                 /* @settle_reverse @settle_enqueue */
+       lifo = NODE_OF(sw); fifo = 0; slast = lifo;
+       do
+       :: lifo != 0 ->
+          assert(alive[lifo]);
+          snext = nx[lifo];
+#ifndef MUT_LIFO
+          nx[lifo] = fifo;
+#endif
+          op[lifo] = term; fifo = lifo; lifo = snext
+       :: else -> break
+       od;
+#ifdef MUT_LIFO
+       slast = fifo; fifo = NODE_OF(sw);                      /* MUTANT lifo: no reversal, queued newest first */
+#endif
+#ifdef CHECK_ORDER
+       wk = fifo; do :: wk != 0 -> START(wk); wk = nx[wk] :: else -> break od; wk = 0;
+#endif
+       if :: fifo != 0 -> enqueue_started(fifo, slast) :: else -> skip fi;
+       lifo = 0; fifo = 0; slast = 0; snext = 0
+     }
+  :: else -> skip
+  fi;
+  sw = 0; sok = 0
+}
+
+/* cf_node_claim */
+inline cf_node_claim(n, fate, won) {
+  d_step {                                                    /* @node_claim */
+    FENCE;
+    assert(alive[n]); used[n] = 1;
+    if
+    :: st[n] == LIVE ->
+       st[n] = fate; won = 1; WIN(n);
+       if :: fate == CLAIMED -> assert(!rtrue[n]); ran[n] = 1 :: else -> disc[n] = 1 fi
+    :: else -> won = 0
+    fi
+  }
+}
+
+/* try_clean */
+inline try_clean(t) {
+  d_step { cw = word[t] }                                     /* @clean_load */
+  if
+  :: (cw & (W_TERMINAL | W_CLEANING)) || NODE_OF(cw) == 0 -> skip
+  :: else ->
+     d_step {                                                 /* @clean_cas */
+       if
+       :: word[t] == cw ->
+          word[t] = cw | W_CLEANING; cok = 1;
+          chead = NODE_OF(cw); assert(alive[chead]); cprev = chead; ccur = nx[chead]; cunl = 0; ckept = 1; crem = 0
+       :: else -> cok = 0
+       fi
+     }
+     if
+     :: cok ->
+        do
+        :: ccur == 0 -> break
+        :: else ->
+           d_step {                                           /* @clean_state @clean_unlink */
+             assert(alive[ccur]);
+             cnext = nx[ccur];
+             if
+             :: st[ccur] == REMOVED ->
+                nx[cprev] = cnext; nx[ccur] = cunl; cunl = ccur; crem++;
+                lnk[ccur] = 0; inq[ccur] = 1;
+#ifdef CHECK_LEN
+                nlinked[t]--;
+#endif
+                skip
+             :: else -> cprev = ccur; ckept++
+             fi;
+             ccur = cnext; cnext = 0
+           }
+        od;
+        skip;
+        d_step { last_len[t] = ckept }                        /* @clean_len */
+        d_step { dead[t] = dead[t] - crem }                   /* @clean_dead */
+        d_step { ccw = word[t] }                              /* @clean_reload */
+#if defined(MUT_CLEAR_STORE)
+        d_step { word[t] = ccw & ~W_CLEANING }                /* MUTANT clear-store: plain store of the value loaded above */
+#else
+        do
+        :: d_step {                                           /* @clean_clear */
+             if :: word[t] == ccw -> word[t] = ccw & ~W_CLEANING; cok = 0 :: else -> ccw = word[t]; cok = 1 fi
+           };
+#if defined(MUT_CLEAR_NORETRY)
+           break                                              /* MUTANT clear-noretry: a failed clear is not retried */
+#else
+           if :: cok == 0 -> break :: else -> skip fi
+#endif
+        od;
+#endif
+        do
+        :: cunl == 0 -> break
+        :: else ->
+           d_step {                                           /* @clean_call: UNLINK hands back the list's reference */
+             assert(alive[cunl]);
+             cnext = nx[cunl]; inq[cunl] = 0;
+             release_body(cunl);
+             cunl = cnext; cnext = 0
+           }
+        od
+     :: else -> skip
+     fi
+  fi;
+  skip;
+  d_step { cw = 0; chead = 0; cprev = 0; ccur = 0; cnext = 0; cunl = 0; ckept = 0; crem = 0; ccw = 0; cok = 0 }
+}
+
+/* cf_node_remove */
+inline cf_node_remove(t, n, res) {
+  d_step {                                                    /* @remove_cas */
+    FENCE;
+    assert(alive[n]);
+    if
+    :: st[n] == LIVE ->
+       st[n] = REMOVED; res = 1; WIN(n); rtrue[n] = 1;
+#ifdef CHECK_LEN
+       if :: lnk[n] -> nlive[t]--; LEN_CHK(t) :: else -> skip fi;
+#endif
+       skip
+    :: else -> res = 0
+    fi
+  }
+  if
+  :: res ->
+     d_step { dead[t] = dead[t] + 1; mdead = dead[t] }        /* @remove_inc */
+     if
+     :: mdead >= CLEAN_MIN ->
+        d_step { mlen = last_len[t] }                         /* @remove_len */
+        if
+#ifndef MUT_NO_CLEAN
+        :: mdead > mlen / 2 -> try_clean(t)
+#else
+        :: mdead > mlen / 2 -> skip                           /* MUTANT no-clean: never cleans */
+#endif
+        :: else -> skip
+        fi
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi;
+  mdead = 0; mlen = 0
+}
+
+/* debug_count (cf_token_debug_count) */
+inline debug_count(t) {
+  do
+  :: d_step { gw = word[t] };                                 /* @dbg_load */
+     if
+     :: (gw & W_TERMINAL) || NODE_OF(gw) == 0 -> break
+     :: !(gw & W_TERMINAL) && NODE_OF(gw) != 0 && (gw & W_CLEANING) -> skip   /* sched_yield; continue */
+     :: !(gw & (W_TERMINAL | W_CLEANING)) && NODE_OF(gw) != 0 ->
+        d_step { if :: word[t] == gw -> word[t] = gw | W_CLEANING; gok = 1 :: else -> gok = 0 fi }  /* @dbg_cas */
+        if
+        :: gok ->
+           gcur = NODE_OF(gw);
+           do
+           :: gcur == 0 -> break
+           :: else -> d_step { assert(alive[gcur]); gn = gn + (st[gcur] == LIVE -> 1 : 0); gcur = nx[gcur] }  /* @dbg_state */
+           od;
+           skip;
+           d_step { gw = word[t] };                           /* @dbg_reload */
+           do
+           :: d_step {                                        /* @dbg_clear */
+                if :: word[t] == gw -> word[t] = gw & ~W_CLEANING; gok = 0 :: else -> gw = word[t]; gok = 1 fi
+              };
+              if :: gok == 0 -> break :: else -> skip fi
+           od;
+           break
+        :: else -> skip
+        fi
+     fi
+  od;
+  skip;
+  d_step { gw = 0; gok = 0; gcur = 0; gn = 0 }
+}
+
+/* cf_future_claim / cf_future_claim_load */
+#if NF > 0
+inline cf_future_claim(f, e, d, won) {
+#ifndef MUT_FCLAIM_LS
+  d_step {                                                    /* @future_claim */
+    FENCE;
+    if
+    :: claim[f] == e ->
+       claim[f] = d; won = 1;
+       if :: d == F_CLAIMED -> assert(claimer[f] == 0); claimer[f] = me + 1 :: else -> skip fi  /* P10 */
+    :: else -> won = 0
+    fi
+  }
+#else
+  d_step { won = (claim[f] == e) };                           /* MUTANT fclaim-ls: load, then store */
+  if
+  :: won -> d_step { claim[f] = d; if :: d == F_CLAIMED -> assert(claimer[f] == 0); claimer[f] = me + 1 :: else -> skip fi }
+  :: else -> skip
+  fi
+#endif
+}
+
+/* CAS CLAIMED -> FLATTENING by the claim holder, target written just before. */
+inline publish_flattening(f, g) {
+#ifndef MUT_FLAT_ACQ
+  d_step {                                                    /* @future_claim (full) */
+    FENCE;
+    assert(claim[f] == F_CLAIMED && claimer[f] == me + 1);
+    target[f] = g + 1; claim[f] = F_FLATTENING
+  }
+#else
+  d_step { assert(claim[f] == F_CLAIMED); sb[me] = f + 1; sbt[me] = g + 1 }  /* MUTANT flat-acq: acquire CAS, the store waits in the buffer */
+#endif
+}
+
+inline cf_future_claim_load(x, cl, tg) {
+  d_step {                                                    /* @future_load (+ the _target read it publishes) */
+#ifdef STOREBUF
+    if :: sb[me] == x + 1 -> cl = F_FLATTENING; tg = sbt[me] :: else -> cl = claim[x]; tg = target[x] fi
+#else
+    cl = claim[x]; tg = target[x]
+#endif
+  }
+}
+#endif
+
+/* ==================================================== the Swift layer */
+
+/* The callback of a node run from drain() (cf_node.fn, _Node.init). */
+inline callback_l1(n, ev) {
+  SET_CTX(octx1, n);
+  if
+  :: ev != EV_UNLINK ->
+     ai1 = 0;
+     do
+     :: ai1 < 2 ->
+        a1 = (ev == EV_RUN -> (ai1 == 0 -> ra1[n] : ra2[n]) : (ai1 == 0 -> da[n] : 0));
+        at1 = a1 & 15;
+        if
+        :: a1 == 0 -> skip
+        :: (a1 >> 4) == A_CANCEL -> settle_body(at1, W_CANCELLED, x1)  /* draining: queued, no drain() */
+        :: (a1 >> 4) == A_IMMORT -> settle_body(at1, W_IMMORTAL, x1)
+        :: (a1 >> 4) == A_REMOVE -> remove_by_unless(at1)
+        :: (a1 >> 4) == A_ADD -> add_l1(at1)
+        fi;
+        ai1++; a1 = 0; at1 = 0; x1 = 0
+     :: else -> break
+     od;
+     ai1 = 0;
+     drop_held(n)
+  :: else -> skip
+  fi;
+  RESTORE_CTX(octx1);
+  d_step { inq[n] = 0; release_body(n) }                      /* takeRetainedValue: the list's reference */
+}
+
+/* A handler run inline (its registration found the token cancelled) inside a
+   callback of drain(): nested one level. */
+inline callback_l2(n, ev) {
+#ifdef CHECK_ORDER
+  d_step { START(n); VISIT(n) }
+#endif
+  SET_CTX(octx2, n);
+  ai2 = 0;
+  do
+  :: ai2 < 2 ->
+     a2 = (ev == EV_RUN -> (ai2 == 0 -> ra1[n] : ra2[n]) : (ai2 == 0 -> da[n] : 0));
+     at2 = a2 & 15;
+     if
+     :: a2 == 0 -> skip
+     :: (a2 >> 4) == A_CANCEL -> settle_body(at2, W_CANCELLED, x2)
+     :: (a2 >> 4) == A_IMMORT -> settle_body(at2, W_IMMORTAL, x2)
+     :: (a2 >> 4) == A_REMOVE -> remove_by_unless(at2)
+     :: (a2 >> 4) == A_ADD -> assert(false)                   /* model limit: two inline levels */
+     fi;
+     ai2++; a2 = 0; at2 = 0; x2 = 0
+  :: else -> break
+  od;
+  ai2 = 0;
+  drop_held(n);
+  RESTORE_CTX(octx2)
+}
+
+/* what the event means, checked when the node is claimed in drain() */
+inline DRAIN_GHOST() {
+  dev = (dwon -> (dcanc -> EV_RUN : EV_DISCARD) : EV_UNLINK);
+  if
+  :: dev == EV_RUN -> assert(!rtrue[dn]); ran[dn] = 1          /* P2 */
+  :: dev == EV_DISCARD -> disc[dn] = 1
+  :: else -> skip
+  fi;
+#ifdef CHECK_FIFO
+  if
+  :: dev != EV_UNLINK && listed[dn] -> assert(rseq[dn] > lastrun[tok[dn]]); lastrun[tok[dn]] = rseq[dn]  /* P4 */
+  :: else -> skip
+  fi;
+#endif
+  skip
+}
+
+/* drain() */
+inline drain() {
+  draining = 1;
+  do
+  :: d_step {                                                 /* @drain_splice @drain_pop @drain_claim */
+       FENCE;
+       if
+       :: sh != 0 ->
+#ifndef MUT_SPLICE_AFTER
+          nx[stl] = rh; rh = sh;
+#else
+          if :: rh == 0 -> rh = sh :: else -> wk = rh; do :: nx[wk] != 0 -> wk = nx[wk] :: else -> break od; nx[wk] = sh; wk = 0 fi;  /* MUTANT splice-after */
+#endif
+          sh = 0; stl = 0
+       :: else -> skip
+       fi;
+       dn = rh;
+       if
+       :: dn != 0 ->
+          assert(alive[dn]);
+          rh = nx[dn];
+          dcanc = (op[dn] == W_CANCELLED);
+#ifndef MUT_CLAIM_LS
+          if :: st[dn] == LIVE -> st[dn] = (dcanc -> CLAIMED : DISCARDED); dwon = 1; WIN(dn) :: else -> dwon = 0 fi;
+          DRAIN_GHOST();
+#else
+          dwon = (st[dn] == LIVE);                             /* MUTANT claim-ls: load ... */
+#endif
+          VISIT(dn);
+          skip
+       :: else -> skip
+       fi
+     };
+     if
+     :: dn == 0 -> break
+     :: else ->
+#ifdef MUT_CLAIM_LS
+        d_step { if :: dwon -> st[dn] = (dcanc -> CLAIMED : DISCARDED); WIN(dn) :: else -> skip fi; DRAIN_GHOST() };  /* ... then store */
+#endif
+        callback_l1(dn, dev);                                 /* @drain_call */
+        d_step { dn = 0; dwon = 0; dcanc = 0; dev = 0 }
+     fi
+  od;
+  draining = 0
+}
+
+inline settle_top(t, term) {
+  settle_body(t, term, sres);
+  if :: !draining -> drain() :: else -> skip fi;              /* @settle_drain */
+  sres = 0
+}
+
+/* A handler run inline outside any drain (top level of a thread). */
+inline callback_top(n, ev) {
+#ifdef CHECK_ORDER
+  d_step { START(n); VISIT(n) }
+#endif
+  SET_CTX(octx0, n);
+  ai0 = 0;
+  do
+  :: ai0 < 2 ->
+     a0 = (ev == EV_RUN -> (ai0 == 0 -> ra1[n] : ra2[n]) : (ai0 == 0 -> da[n] : 0));
+     at0 = a0 & 15;
+     if
+     :: a0 == 0 -> skip
+     :: (a0 >> 4) == A_CANCEL -> settle_top(at0, W_CANCELLED)
+     :: (a0 >> 4) == A_IMMORT -> settle_top(at0, W_IMMORTAL)
+     :: (a0 >> 4) == A_REMOVE -> remove_by_unless(at0)
+     :: (a0 >> 4) == A_ADD -> assert(false)                   /* model limit */
+     fi;
+     ai0++; a0 = 0; at0 = 0
+  :: else -> break
+  od;
+  ai0 = 0;
+  drop_held(n);
+  RESTORE_CTX(octx0)
+}
+
+/* _removeByUnless: remove, and if won, node._removed() drops what it holds */
+inline remove_by_unless(m) {
+  cf_node_remove(tok[m], m, mres);
+  if :: mres -> drop_held(m) :: else -> skip fi;
+  mres = 0
+}
+
+/* CancelRegistration.remove() */
+inline sw_remove(n) {
+  if
+  :: hasreg[n] ->
+     cf_node_remove(tok[n], n, mres);
+     if
+     :: mres -> drop_held(n)                                  /* node._removed(byUnless: false) */
+     :: else ->
+        d_step {                                              /* @node_state */
+          assert(alive[n]);
+          if :: st[n] == CLAIMED -> rfalse[n] = 1 :: else -> rtrue[n] = 1 fi
+        }
+     fi;
+     mres = 0
+  :: else -> skip                                             /* CancelRegistration(neverRuns:) */
+  fi
+}
+
+/* Dropping the CancelRegistration the thread kept. */
+inline drop_reg(n) {
+  d_step { if :: hasreg[n] -> hasreg[n] = 0; release_body(n) :: else -> skip fi }
+}
+
+/* _register(owner, node), from the top level of a thread (draining == 0). */
+inline register_top(n, res) {
+  cf_token_register(tok[n], n, res);
+  if
+  :: res == REG_ADDED -> skip
+  :: res == REG_CANCELLED && draining && sh != 0 ->           /* @must_queue */
+     cf_node_enqueue(n, W_CANCELLED); res = REG_ADDED
+  :: else ->
+     release(n);                                              /* u.release() */
+     cf_node_claim(n, (res == REG_CANCELLED -> CLAIMED : DISCARDED), won);
+     if :: won -> callback_top(n, (res == REG_CANCELLED -> EV_RUN : EV_DISCARD)) :: else -> skip fi;
+     won = 0
+  fi
+}
+
+/* CancelToken.whenCancelled -> _addHandler (unless: .immortal), top level. */
+inline add_top(n) {
+  cf_token_load(tok[n], aw);
+  if
+  :: (aw & W_IMMORTAL) -> dispose(n)
+  :: (aw & W_CANCELLED) && !(draining && sh != 0) ->          /* cf_drain_must_queue() == 0 */
+     cf_node_claim(n, CLAIMED, won);
+     if :: won -> callback_top(n, EV_RUN) :: else -> skip fi;
+     won = 0;
+     release(n)                                               /* CancelRegistration(neverRuns: false) */
+  :: else ->
+     register_top(n, rres);
+     if :: rres == REG_ADDED -> hasreg[n] = 1 :: else -> release(n) fi;
+     rres = 0
+  fi;
+  aw = 0
+}
+
+/* _addHandler from inside a drain callback; the registration is dropped. */
+inline add_l1(m) {
+  cf_token_load(tok[m], aw1);
+  if
+  :: (aw1 & W_IMMORTAL) -> dispose(m)
+  :: (aw1 & W_CANCELLED) && !(draining && sh != 0) ->         /* @must_queue */
+     cf_node_claim(m, CLAIMED, won1);
+     if :: won1 -> callback_l2(m, EV_RUN) :: else -> skip fi;
+     release(m)
+  :: else ->
+     cf_token_register(tok[m], m, rr1);
+     if
+     :: rr1 == REG_ADDED -> skip
+     :: rr1 == REG_CANCELLED && draining && sh != 0 -> cf_node_enqueue(m, W_CANCELLED)
+     :: else ->
+        release(m);                                           /* u.release() */
+        cf_node_claim(m, (rr1 == REG_CANCELLED -> CLAIMED : DISCARDED), won1);
+        if :: won1 -> callback_l2(m, (rr1 == REG_CANCELLED -> EV_RUN : EV_DISCARD)) :: else -> skip fi
+     fi;
+     release(m)                                               /* the dropped CancelRegistration */
+  fi;
+  aw1 = 0; won1 = 0; rr1 = 0
+}
+
+#if NF > 0
+/* Future._detectCycle(from: g), on future f (Brent). */
+inline detect_cycle(f, g) {
+  cur = g; tort = g; pw = 1; lam = 0;
+  do
+  :: cur == f ->
+     d_step { ndetect++ };
+     settle_top(f, W_IMMORTAL);
+     break
+  :: else ->
+     cf_future_claim_load(cur, cl, tg);
+     if
+     :: cl != F_FLATTENING || tg == 0 -> break
+     :: else ->
+        cur = tg - 1;
+        if
+        :: cur == tort && cur != f -> break
+        :: else ->
+           lam++;
+           if :: lam == pw -> tort = cur; pw = pw * 2; lam = 0 :: else -> skip fi
+        fi
+     fi
+  od;
+  skip;
+  d_step { cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0 }
+}
+
+/* Future._trySetFuture(other: g) on future f; forwarder node fw. */
+inline try_set_future(f, g, fw) {
+  cf_token_load(g, aw);
+  if
+  :: (aw & W_CANCELLED) ->                                    /* _trySet(other._result!) */
+     cf_future_claim(f, F_UNSET, F_CLAIMED, fwon);
+     if :: fwon -> settle_top(f, W_CANCELLED) :: else -> skip fi
+  :: (aw & W_IMMORTAL) ->                                     /* _tryImmortalize() */
+     cf_future_claim(f, F_UNSET, F_CLAIMED, fwon);
+     if :: fwon -> settle_top(f, W_IMMORTAL) :: else -> skip fi
+  :: !(aw & W_TERMINAL) ->
+     cf_future_claim(f, F_UNSET, F_CLAIMED, fwon);
+     if
+     :: fwon ->
+        publish_flattening(f, g);
+#ifndef CYCLE_PROTO
+        register_top(fw, rres);                               /* _add(_FlattenNode, unless: .immortal) */
+        rres = 0;
+        release(fw);                                          /* its CancelRegistration is dropped */
+#endif
+        detect_cycle(f, g)
+     :: else -> skip
+     fi
+  fi;
+  aw = 0; fwon = 0
+}
+
+/* Future._trySet(value) */
+inline try_set(f) {
+  cf_future_claim(f, F_UNSET, F_CLAIMED, fwon);
+  if :: fwon -> settle_top(f, W_CANCELLED) :: else -> skip fi;
+  fwon = 0
+}
+#endif
+
+/* churn: allocate a recycled slot if it is free, register, remove, drop */
+inline CHURN1(n) {
+  if
+  :: !alive[n] ->
+     d_step {
+       alive[n] = 1; refs[n] = 1; st[n] = LIVE; nx[n] = 0; op[n] = 0;
+       wins[n] = 0; used[n] = 0; ran[n] = 0; disc[n] = 0; rtrue[n] = 0; rfalse[n] = 0
+     };
+     ADD(n); REMOVE(n); DROP(n)
+  :: else -> skip
+  fi
+}
+
+/* ------------------------------------------------------------ threads */
+#define ADD(n)       add_top(n); ORDER_RESET()
+#define REMOVE(n)    sw_remove(n); ORDER_RESET()
+#define DROP(n)      drop_reg(n)
+#define CANCEL(t)    settle_top(t, W_CANCELLED); ORDER_RESET()
+#define IMMORT(t)    settle_top(t, W_IMMORTAL); ORDER_RESET()
+#define DCOUNT(t)    debug_count(t)
+#define SETF(f,g,w)  try_set_future(f, g, w); ORDER_RESET()
+#define TRYSET(f)    try_set(f); ORDER_RESET()
+
+#define THREAD_LOCALS \
+  byte me; \
+  byte sh, stl, rh; bit draining;                 /* the per-thread drain queue */ \
+  byte rw; bit rok;                               /* cf_token_register */ \
+  byte sw, lifo, fifo, slast, snext; bit sok, sres, x1, x2;   /* cf_token_settle */ \
+  byte dn, dev; bit dwon, dcanc;                  /* drain */ \
+  byte mdead, mlen; bit mres;                     /* cf_node_remove */ \
+  byte cw, chead, cprev, ccur, cnext, cunl, ckept, crem, ccw; bit cok;   /* try_clean */ \
+  byte gw, gcur, gn; bit gok;                     /* debug_count */ \
+  byte aw, aw1, rres, rr1; bit won, won1, fwon;   /* Swift _addHandler / _register */ \
+  byte a0, at0, a1, at1, a2, at2, ai0, ai1, ai2;  /* handler actions */ \
+  byte cur, tort, pw, lam, cl, tg;                /* _detectCycle */ \
+  ORDER_LOCALS
+
+proctype T0() {
+  THREAD_LOCALS
+  me = 0;
+  T0_OPS;
+  d_step { ndone++ }
+}
+#if NP > 1
+proctype T1() {
+  THREAD_LOCALS
+  me = 1;
+  T1_OPS;
+  d_step { ndone++ }
+}
+#endif
+#if NP > 2
+proctype T2() {
+  THREAD_LOCALS
+  me = 2;
+  T2_OPS;
+  d_step { ndone++ }
+}
+#endif
+
+#ifdef STOREBUF
+/* Store buffers drain to memory at any time. */
+active proctype flusher() {
+end: do
+     :: d_step { sb[0] != 0 -> target[sb[0] - 1] = sbt[0]; claim[sb[0] - 1] = F_FLATTENING; sb[0] = 0; sbt[0] = 0 }
+#if NP > 1
+     :: d_step { sb[1] != 0 -> target[sb[1] - 1] = sbt[1]; claim[sb[1] - 1] = F_FLATTENING; sb[1] = 0; sbt[1] = 0 }
+#endif
+#if NP > 2
+     :: d_step { sb[2] != 0 -> target[sb[2] - 1] = sbt[2]; claim[sb[2] - 1] = F_FLATTENING; sb[2] = 0; sbt[2] = 0 }
+#endif
+     od
+}
+#endif
+
+#ifdef PROGRESS
+/* P7: with weak fairness, every thread (the canceller included) finishes. */
+ltl terminates { <> (ndone == NP) }
+#endif
+
+init {
+  byte i;
+  d_step {
+    i = 1;
+    do
+    :: i <= NN -> alive[i] = 1; refs[i] = 1; i++
+    :: else -> break
+    od;
+    i = 0;
+    CFG_INIT;
+    i = 1;
+    do   /* an unless link holds a second reference on its target */
+    :: i <= NN -> if :: hold[i] != 0 -> holding[i] = 1; refs[hold[i]]++ :: else -> skip fi; i++
+    :: else -> break
+    od;
+    i = 0
+  };
+#ifdef CHURN
+  d_step { i = 1; do :: i <= NN -> alive[i] = 0; refs[i] = 0; i++ :: else -> break od; i = 0 };
+#endif
+  atomic {
+    run T0();
+#if NP > 1
+    run T1();
+#endif
+#if NP > 2
+    run T2();
+#endif
+    skip
+  };
+  (ndone == NP);
+  d_step {
+    /* P1, P2, P3: every node whose registration was attempted got exactly
+       one fate, is freed (no leak), ran iff claimed by a cancel, and remove()
+       answered consistently. */
+    i = 1;
+    do
+    :: i <= NN ->
+       if
+       :: used[i] ->
+          assert(wins[i] == 1 && !alive[i]);
+          assert((st[i] == CLAIMED) == ran[i]);
+          assert((st[i] == DISCARDED) == disc[i]);
+          assert(!rfalse[i] || ran[i]);
+          assert(!rtrue[i] || !ran[i])
+       :: else -> skip
+       fi;
+       i++
+    :: else -> break
+    od;
+    i = 0;
+    CFG_END
+  }
+}

@@ -1,0 +1,171 @@
+import CCollapsingFutures
+import Dispatch
+
+// What users of PromiseKit, swift-nio and Combine reach for, on top of the
+// original's API: pass-through cleanup, combining futures of different
+// types, racing existing futures, an instance timeout, continuations on the
+// main actor and async continuations.
+
+extension Future {
+    /// The same outcome, after `f` has run with this (completed) future: a
+    /// cleanup that keeps the value (NIO's `always`, PromiseKit's `ensure`).
+    ///
+    /// Unlike `finally`, the result's type and outcome are this future's. If
+    /// `unless` is cancelled first, `f` never runs and the result fails with
+    /// `CancellationError`. Threading as `then`.
+    @inlinable
+    public func always(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
+                       _ f: @escaping @Sendable (Future<Value>) -> Void) -> Future<Value> {
+        let out = Future<Value>()
+        _chain(self, queue, unless, output: out) { ok in
+            guard ok else { out._trySet(.failure(CancellationError())); return }
+            f(self)
+            out._trySet(self._result!)
+        }
+        return out
+    }
+
+    /// Both values once both succeed; fails as soon as either fails;
+    /// immortal if either is (as `all`).
+    public func and<U>(_ other: Future<U>, unless: CancelToken = .immortal) -> Future<(Value, U)> {
+        Future.all(self, other, unless: unless)
+    }
+
+    /// Every value, as a tuple of their own types, once all succeed; fails as
+    /// soon as one fails, with that failure; fails with `CancellationError`
+    /// if `unless` is cancelled first; immortal if an input is.
+    ///
+    ///     let (user, avatar, feed) = try await Future.all(user, avatar, feed).get()
+    public static func all<each V: Sendable>(_ first: Future, _ rest: repeat Future<each V>,
+                                             unless: CancelToken = .immortal) -> Future<(Value, repeat each V)> {
+        var erased: [Future<any Sendable>] = [first._erased()]
+        repeat erased.append((each rest)._erased())
+        return Future<any Sendable>.all(erased, unless: unless)._map { values in
+            var i = 0
+            func next<T>(_: T.Type) -> T {
+                i += 1
+                return values[i] as! T
+            }
+            return (values[0] as! Value, repeat next((each V).self))
+        }
+    }
+
+    /// The first of `futures` to succeed; if every one fails, `RaceFailure`
+    /// with each failure in order. (`race(_:until:)` races operations that
+    /// get a token to stop losers; existing futures cannot be stopped.)
+    /// Immortal once no input can succeed any more and not all have failed.
+    public static func race(_ first: Future, _ rest: Future...) -> Future {
+        race(([first] + rest).map { f in { @Sendable _ in f } })
+    }
+
+    /// The same outcome, or `TimeoutError` if this has not completed after
+    /// `duration` (this future is untouched: it may still complete later),
+    /// or `CancellationError` if `unless` is cancelled first. The timer and
+    /// the registration on this future go as soon as the result is known.
+    /// A duration of 100 years or more never fires.
+    public func timeout(_ duration: Duration, unless: CancelToken = .immortal) -> Future<Value> {
+        _Delay.check(duration, "duration", of: "Future.timeout(_:unless:)")
+        if let r = result { return Future(_result: r) }
+        if duration == .zero { return .timedOut }
+        if unless.isCancelled { return .cancelled }
+        let source = FutureSource<Value>()
+        let out = source.future
+        let timer = _Timer.after(duration) { source.trySetFailedWithTimeout() }
+        unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
+            source.trySetFailedWithCancel()
+        }
+        let registration = _chain(self, nil, .immortal, output: nil, inline: true) { _ in
+            source.trySet(self._result!)
+        }
+        out.completionToken._whenSettledInline {
+            timer?.cancel()
+            registration.remove()
+        }
+        return out
+    }
+
+    /// This future's value as `any Sendable` (library bookkeeping: inline).
+    func _erased() -> Future<any Sendable> { _map { $0 } }
+
+    /// `then` for the library's own use: runs inline on the completing thread.
+    func _map<U>(_ f: @escaping @Sendable (Value) -> U) -> Future<U> {
+        let out = Future<U>()
+        _chain(self, nil, .immortal, output: out, inline: true) { _ in
+            switch self._result! {
+            case .success(let v): out._trySet(.success(f(v)))
+            case .failure(let e): out._trySet(.failure(e))
+            }
+        }
+        return out
+    }
+}
+
+// MARK: continuations on the main actor
+
+extension Future {
+    /// Runs `f` on the main actor with the value if this succeeds (never if
+    /// `unless` is cancelled first): UI code without `assumeIsolated`.
+    ///
+    ///     loadTitle().thenDo(on: MainActor.shared) { self.title = $0 }
+    public func thenDo(on _: MainActor, unless: CancelToken = .immortal,
+                       _ f: @escaping @MainActor @Sendable (Value) -> Void) {
+        _chain(self, nil, unless, output: nil, inline: true) { ok in
+            guard ok, case .success(let v) = self._result! else { return }
+            Task { @MainActor in f(v) }
+        }
+    }
+
+    /// Runs `f` on the main actor with the error if this fails.
+    public func catchDo(on _: MainActor, unless: CancelToken = .immortal,
+                        _ f: @escaping @MainActor @Sendable (any Error) -> Void) {
+        _chain(self, nil, unless, output: nil, inline: true) { ok in
+            guard ok, case .failure(let e) = self._result! else { return }
+            Task { @MainActor in f(e) }
+        }
+    }
+
+    /// Runs `f` on the main actor with this future once it completes.
+    public func finallyDo(on _: MainActor, unless: CancelToken = .immortal,
+                          _ f: @escaping @MainActor @Sendable (Future<Value>) -> Void) {
+        _chain(self, nil, unless, output: nil, inline: true) { ok in
+            guard ok else { return }
+            Task { @MainActor in f(self) }
+        }
+    }
+
+    /// When this succeeds, its value mapped by `f` on the main actor.
+    public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
+                        _ f: @escaping @MainActor @Sendable (Value) throws -> U) -> Future<U> {
+        let out = Future<U>()
+        _chain(self, nil, unless, output: out, inline: true) { ok in
+            guard ok else { out._trySet(.failure(CancellationError())); return }
+            switch self._result! {
+            case .success(let v): Task { @MainActor in out._trySet(Result { try f(v) }) }
+            case .failure(let e): out._trySet(.failure(e))
+            }
+        }
+        return out
+    }
+}
+
+// MARK: async continuations
+
+extension Future {
+    /// When this succeeds, the value `f` computes asynchronously, in a Task
+    /// bound to `unless` (cancelling it cancels the Task and fails the
+    /// result with `CancellationError`); failures pass through.
+    ///
+    ///     let profile = userID.then { id async throws in try await api.profile(id) }
+    public func then<U>(unless: CancelToken = .immortal,
+                        _ f: @escaping @Sendable (Value) async throws -> U) -> Future<U> {
+        let out = Future<U>()
+        _chain(self, nil, unless, output: out, inline: true) { ok in
+            guard ok else { out._trySet(.failure(CancellationError())); return }
+            switch self._result! {
+            case .success(let v): out._trySetFuture(Future<U>(until: unless) { try await f(v) })
+            case .failure(let e): out._trySet(.failure(e))
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,74 @@
+import CollapsingFutures
+import Testing
+import TestSupport
+
+/// A main-actor view model: the closures below only compile because
+/// `Task(until:)`, `Future { }` and `Future(until:) { }` inherit the main
+/// actor, as `Task.init` does; `[weak self]` keeps them from retaining it.
+@MainActor final class TitleModel {
+    var title = ""
+    var isolatedRuns = 0
+    let lifetime = CancelTokenSource()
+    let deinits: Count
+    init(_ deinits: Count) { self.deinits = deinits }
+    deinit { deinits.increment() }
+
+    func show(_ value: Future<String>) -> Task<Void, any Error> {
+        Task(until: lifetime.token) { [weak self] in
+            let v = try await value.get()
+            self?.title = v
+            if #isolation === MainActor.shared { self?.isolatedRuns += 1 }
+        }
+    }
+
+    func load() -> Future<Int> {
+        Future { [weak self] in
+            self?.title = "loaded"
+            return #isolation === MainActor.shared ? 1 : 0
+        }
+    }
+
+    func load(until token: CancelToken) -> Future<Int> {
+        Future(until: token) { [weak self] in
+            self?.title = "loaded until"
+            return #isolation === MainActor.shared ? 1 : 0
+        }
+    }
+}
+
+@Suite struct ActorInheritance {
+    @Test @MainActor func taskUntilRunsOnTheCallersActorAndHoldsSelfWeakly() async throws {
+        let deinits = Count()
+        var model: TitleModel? = TitleModel(deinits)
+        let value = FutureSource<String>()
+        let task = model!.show(value.future)
+        value.trySetResult("hello")
+        try await task.value
+        #expect(model!.title == "hello")
+        #expect(model!.isolatedRuns == 1)
+        model = nil
+        #expect(deinits.value == 1)
+    }
+
+    @Test @MainActor func futureFromAnAsyncClosureRunsOnTheCallersActor() async throws {
+        let deinits = Count()
+        var model: TitleModel? = TitleModel(deinits)
+        #expect(try await model!.load().get() == 1)
+        #expect(model!.title == "loaded")
+        #expect(try await model!.load(until: CancelTokenSource().token).get() == 1)
+        #expect(model!.title == "loaded until")
+        model = nil
+        #expect(deinits.value == 1)
+    }
+
+    @Test @MainActor func taskUntilWhoseOwnerIsGoneIsCancelledWithItsToken() async {
+        let deinits = Count()
+        var model: TitleModel? = TitleModel(deinits)
+        let never = FutureSource<String>()
+        let task = model!.show(never.future)
+        model = nil   // the source of `lifetime` dies with it: its token becomes immortal
+        #expect(deinits.value == 1)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+    }
+}
