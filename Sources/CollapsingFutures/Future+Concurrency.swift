@@ -58,10 +58,26 @@ extension Future {
     ///   handler is removed; the future is untouched).
     public func get() async throws -> Value {
         if let r = result { return try r.get() }
-        if _word & _wImmortal != 0 { throw FutureError.immortal }
+        if _word & _wImmortal != 0 { throw _immortal() }
         let node = _ResumeNode<Value>(onRun: { self._result! }, onDiscard: FutureError.immortal,
                                       onRemove: .failure(CancellationError()))
-        return try await node.await(on: self)
+        do {
+            return try await node.await(on: self)
+        } catch FutureError.immortal {
+            throw _immortal()
+        }
+    }
+
+    /// `FutureError.immortal`; debug builds also say on standard error where
+    /// the source that let this future become immortal was created.
+    func _immortal() -> FutureError {
+        #if DEBUG
+        let note = _immortalNote
+        if !note.isEmpty {
+            _debugLog("CollapsingFutures: get() threw FutureError.immortal: the future can never complete\(note)")
+        }
+        #endif
+        return .immortal
     }
 
     /// A future completed by `operation`, run in a new Task.

@@ -26,6 +26,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     var _result: Result<Value, any Error>?
     /// Written once, by the claim winner, before FLATTENING is published.
     @usableFromInline weak var _target: Future<Value>?
+    #if DEBUG
+    /// Debug builds: where the source that let this future become immortal
+    /// was created. Written before the immortalizing settle (its full CAS
+    /// publishes it), read only after seeing the immortal word (acquire).
+    @exclusivity(unchecked) var _immortalSite: String?
+    #endif
 
     @inlinable init() {
         _c = cf_future()
@@ -99,7 +105,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// The value. Precondition: `hasResult`.
     @inlinable public func forceGetResult() -> Value {
         guard case .success(let v)? = result else {
-            fatalError("Future.forceGetResult() requires a future that succeeded, but this one is \(state): \(self)")
+            fatalError("Future.forceGetResult() requires a future that succeeded, but this one is \(state): \(self)\(_immortalNote)")
         }
         return v
     }
@@ -107,9 +113,21 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// The error. Precondition: `hasFailed`.
     public func forceGetFailure() -> any Error {
         guard case .failure(let e)? = result else {
-            fatalError("Future.forceGetFailure() requires a future that failed, but this one is \(state): \(self)")
+            fatalError("Future.forceGetFailure() requires a future that failed, but this one is \(state): \(self)\(_immortalNote)")
         }
         return e
+    }
+
+    /// Debug builds: why an immortal future is immortal, when its source was
+    /// deallocated unset (" (its FutureSource, created at File.swift:12, …)").
+    /// Empty otherwise, and always empty in release builds.
+    @usableFromInline var _immortalNote: String {
+        #if DEBUG
+        if _word & _wImmortal != 0, let site = _immortalSite {
+            return " (its FutureSource, created at \(site), was deallocated without setting it)"
+        }
+        #endif
+        return ""
     }
 
     /// Cancelled when the future completes; immortal if the future is.

@@ -11,22 +11,52 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     /// The future this source completes.
     public let future: Future<Value>
 
+    #if DEBUG
+    /// Debug builds: where this source was created, recorded in its future
+    /// if the source dies unset (NIO reports a leaked promise's creation site
+    /// the same way). Release builds keep nothing.
+    @usableFromInline let _fileID: StaticString
+    @usableFromInline let _line: UInt
+    #endif
+
     /// A source whose future is pending until set, and immortal if this
-    /// source dies first.
-    @inlinable public init() { future = Future() }
+    /// source dies first. (`fileID`/`line` are recorded in debug builds only,
+    /// to say where an immortal future's source was created.)
+    @inlinable public init(fileID: StaticString = #fileID, line: UInt = #line) {
+        future = Future()
+        #if DEBUG
+        _fileID = fileID
+        _line = line
+        #endif
+    }
 
     /// The future fails with `CancellationError` if `token` is cancelled
     /// before it is set. The registration on `token` is removed as soon as the
     /// future completes or becomes immortal.
-    public init(until token: CancelToken) {
+    public init(until token: CancelToken, fileID: StaticString = #fileID, line: UInt = #line) {
         let f = Future<Value>()
         future = f
+        #if DEBUG
+        _fileID = fileID
+        _line = line
+        #endif
         token._whenCancelledInline(unless: f.completionToken, removeOnUnlessImmortal: true) {
             f._trySet(.failure(CancellationError()))
         }
     }
 
-    deinit { future._tryImmortalize() }
+    deinit {
+        #if DEBUG
+        // Recorded before the immortalizing settle publishes it (claim first,
+        // so a future that was set keeps no site).
+        if cf_future_claim(future._fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
+            future._immortalSite = "\(_fileID):\(_line)"
+            cf_token_settle(future._tptr, _wImmortal)
+        }
+        #else
+        future._tryImmortalize()
+        #endif
+    }
 
     /// `FutureSource(Future(pending))`, `FutureSource(Future(succeeded: 3))`, …
     public var description: String { "FutureSource(\(future))" }

@@ -63,6 +63,8 @@ import Testing
         ("backoff-nan", "Future.retrying(upTo:baseTimeout:backoff:until:_:): backoff must be finite and not negative (got nan)"),
         ("negative-delay", "Future.delayed(_:by:unless:): delay must not be negative (got -1.0 seconds)"),
         ("force-get-pending", "Future.forceGetResult() requires a future that succeeded, but this one is immortal"),
+        // Debug builds say where the source that died unset was created.
+        ("force-get-pending", "(its FutureSource, created at ExampleKit/Examples.swift:"),
     ])
     func misuseIsExplained(_ misuse: String, _ message: String) throws {
         let (status, lines) = try runExamples("misuse", misuse, stderr: true)
