@@ -102,28 +102,40 @@
 #define F_UNSET      0
 #define F_CLAIMED    1
 #define F_FLATTENING 2
-/* Handler actions (what the Swift node subclasses do when run/discarded). */
-#define A_CANCEL 1   /* cancel token a (e.g. a handler cancelling an `unless` source; a forwarder completing its output) */
+/* Handler actions: what the Swift node subclasses do when run/discarded. */
+#define A_CANCEL 1   /* cancel token a (a handler cancelling a source; a forwarder completing its output) */
 #define A_IMMORT 2   /* make token a immortal (a forwarder's discard) */
 #define A_REMOVE 3   /* remove node a (an unless link: _removeByUnless) */
-#define A_ADD    4   /* register node a from inside the handler (registration dropped) */
+#define A_ADD    4   /* register node a from inside the handler (its registration dropped) */
 #define ACT(k, a) (((k) << 4) | (a))
+/* Thread programs: one operation per entry. */
+#define O_END    0
+#define O_ADD    1   /* CancelToken.whenCancelled(handler) -> _addHandler */
+#define O_REMOVE 2   /* CancelRegistration.remove() */
+#define O_DROP   3   /* the CancelRegistration goes out of scope */
+#define O_CANCEL 4   /* CancelTokenSource.cancel / a future completing: cf_token_settle(CANCELLED) */
+#define O_IMMORT 5   /* a source dying unset: cf_token_settle(IMMORTAL) */
+#define O_DCOUNT 6   /* cf_token_debug_count */
+#define O_SETF   7   /* Future a ._trySetFuture(Future b), forwarder node a+1 */
+#define O_TRYSET 8   /* Future a ._trySet(value) */
+#define O_ALLOC  9   /* allocate node a if its slot is free, else skip the next 3 operations */
+#define O_LOOP  10   /* start over */
+#define P(t, k, kind, a, b) :: me == t && pc == k -> opk = kind; opa = a; opb = b
 
 /* ------------------------------------------------------------ configurations */
 #if defined(CFG_RACE)
-/* Registration and removal (with cleanup) racing cancel: 3 threads, 1 token, 3 nodes. */
+/* Registration and removal (with cleanup) racing cancel: 3 threads, 1 token,
+   3 nodes; node 1 is removed below node 2 (interior: cleaned up). */
 #define NP 3
 #define NN 3
 #define NT 1
-#define NF 0
 #define CLEAN_MIN 1
 #define CHECK_FIFO
 #define CHECK_LEN
-#define LEN_SLACK 3
 #define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
-#define T0_OPS    ADD(1); ADD(2); REMOVE(1); DROP(1); DROP(2)
-#define T1_OPS    ADD(3); REMOVE(3); DROP(3)
-#define T2_OPS    CANCEL(0)
+#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,1,0) P(0,3,O_DROP,1,0) P(0,4,O_DROP,2,0) \
+                  P(1,0,O_ADD,3,0) P(1,1,O_REMOVE,3,0) P(1,2,O_DROP,3,0) \
+                  P(2,0,O_CANCEL,0,0)
 #define CFG_END   assert(word[0] == W_CANCELLED)
 
 #elif defined(CFG_IMMORTAL)
@@ -131,77 +143,83 @@
 #define NP 3
 #define NN 2
 #define NT 1
-#define NF 0
 #define CLEAN_MIN 1
 #define CHECK_FIFO
 #define CHECK_LEN
-#define LEN_SLACK 2
 #define CFG_INIT  tok[1] = 0; tok[2] = 0
-#define T0_OPS    ADD(1); ADD(2); REMOVE(2); DROP(1); DROP(2)
-#define T1_OPS    CANCEL(0)
-#define T2_OPS    IMMORT(0)
+#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,2,0) P(0,3,O_DROP,1,0) P(0,4,O_DROP,2,0) \
+                  P(1,0,O_CANCEL,0,0) \
+                  P(2,0,O_IMMORT,0,0)
 #define CFG_END   assert(word[0] == W_CANCELLED || word[0] == W_IMMORTAL)
 
 #elif defined(CFG_NESTED1) || defined(CFG_NESTED2)
 /* Drain order with nested settles, an unless removal by an earlier handler,
    a queued registration (cf_node_enqueue) and an inline one. Tokens: 0 (root),
    1 (the `unless` token of node 2), 2. Nodes:
-     1 on 0: run = cancel token 1, then register node 4 on token 0 (cancelled,
-             and node 1 has started work still waiting: queued)
+     1 on 0: run = cancel token 1, then register node 4 on token 0 (which is
+             cancelled, and node 1 has started work still waiting: queued)
      2 on 0: its registration is also held by its unless link, node 3
      3 on 1: the unless link: run = remove node 2, then register node 5 on
-             token 1 (cancelled, nothing started: runs inline)
+             token 1 (cancelled, nothing started yet: runs inline)
      4 on 0: run = cancel token 2
-     5 on 1: no action
-     6 on 2: no action
+     5 on 1, 6 on 2: no action
    Expected (synchronous recursion): 1, 3, 5, 4, 6 run; 2 is removed by 3. */
 #define NN 7
 #define NT 3
-#define NF 0
 #define CLEAN_MIN 1
 #define CHECK_FIFO
 #define CHECK_LEN
 #define CHECK_ORDER
-#define LEN_SLACK 3
-#define CFG_INIT_N tok[1] = 0; tok[2] = 0; tok[3] = 1; tok[4] = 0; tok[5] = 1; tok[6] = 2; tok[7] = 0; \
-                   ra1[1] = ACT(A_CANCEL, 1); ra2[1] = ACT(A_ADD, 4); \
-                   ra1[3] = ACT(A_REMOVE, 2); ra2[3] = ACT(A_ADD, 5); hold[3] = 2; \
-                   ra1[4] = ACT(A_CANCEL, 2)
-#define T0_OPS    ADD(1); ADD(2); ADD(3); ADD(6); CANCEL(0); DROP(1); DROP(2); DROP(3); DROP(6)
+#define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 1; tok[4] = 0; tok[5] = 1; tok[6] = 2; tok[7] = 0; \
+                  ra1[1] = ACT(A_CANCEL, 1); ra2[1] = ACT(A_ADD, 4); \
+                  ra1[3] = ACT(A_REMOVE, 2); ra2[3] = ACT(A_ADD, 5); hold[3] = 2; \
+                  ra1[4] = ACT(A_CANCEL, 2)
+#define PROG0     P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_ADD,3,0) P(0,3,O_ADD,6,0) P(0,4,O_CANCEL,0,0) \
+                  P(0,5,O_DROP,1,0) P(0,6,O_DROP,2,0) P(0,7,O_DROP,3,0) P(0,8,O_DROP,6,0)
 #if defined(CFG_NESTED1)
 #define NP 1
-#define CFG_INIT  CFG_INIT_N
+#define PROGRAM   PROG0
 #define CFG_END   assert(ran[1] && ran[3] && ran[4] && ran[5] && ran[6] && st[2] == REMOVED && !ran[2]); \
                   assert(word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)
 #else
-/* A second thread registers and removes node 7 on token 0 and cancels token 2
-   while thread 0 drains. */
+/* A second thread registers and removes node 7 on token 0 and cancels
+   token 2 while thread 0 drains. */
 #define NP 2
-#define CFG_INIT  CFG_INIT_N
-#define T1_OPS    ADD(7); REMOVE(7); DROP(7); CANCEL(2)
-#define CFG_END   assert(ran[1] && ran[3] && ran[5] && st[2] == REMOVED && !ran[2]); \
+#define PROGRAM   PROG0 P(1,0,O_ADD,7,0) P(1,1,O_REMOVE,7,0) P(1,2,O_DROP,7,0) P(1,3,O_CANCEL,2,0)
+#define CFG_END   assert(ran[1] && ran[3] && ran[4] && ran[5] && st[2] == REMOVED && !ran[2]); \
                   assert(word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)
 #endif
 
 #elif defined(CFG_CHURN)
-/* Register/remove churn forever with recycled node slots (ABA on the head),
-   amortized cleanup, and a cancel at some point. List-length bound. */
-#define NP 3
-#define NN 4
+/* Register/remove churn forever on recycled node slots (so a freed head
+   comes back: the ABA case of the push), with amortized cleanup. Thread 0
+   cycles nodes 1 and 2, thread 1 node 3. List-length bound. */
+#ifndef NP
+#define NP 2
+#endif
+#ifndef NN
+#define NN 3
+#endif
 #define NT 1
-#define NF 0
 #ifndef CLEAN_MIN
-#define CLEAN_MIN 2
+#define CLEAN_MIN 1
 #endif
 #define CHECK_LEN
 #ifndef LEN_SLACK
-#define LEN_SLACK 3
+#define LEN_SLACK 2
 #endif
 #define CHURN
-#define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0; tok[4] = 0
-#define T0_OPS    do :: CHURN1(1); CHURN1(2) od
-#define T1_OPS    do :: CHURN1(3); CHURN1(4) od
-#define T2_OPS    CANCEL(0)
+#define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
+#define CHURN_OPS(t, k, n) P(t,k,O_ALLOC,n,0) P(t,k+1,O_ADD,n,0) P(t,k+2,O_REMOVE,n,0) P(t,k+3,O_DROP,n,0)
+#if NN == 3
+#define PROGRAM   CHURN_OPS(0,0,1) CHURN_OPS(0,4,2) P(0,8,O_LOOP,0,0) \
+                  CHURN_OPS(1,0,3) P(1,4,O_LOOP,0,0) \
+                  P(2,0,O_CANCEL,0,0)
+#else
+#define PROGRAM   CHURN_OPS(0,0,1) CHURN_OPS(0,4,2) P(0,8,O_LOOP,0,0) \
+                  CHURN_OPS(1,0,3) CHURN_OPS(1,4,4) P(1,8,O_LOOP,0,0) \
+                  P(2,0,O_CANCEL,0,0)
+#endif
 #define CFG_END   skip
 
 #elif defined(CFG_PROGRESS)
@@ -210,13 +228,12 @@
 #define NP 3
 #define NN 3
 #define NT 1
-#define NF 0
 #define CLEAN_MIN 1
 #define PROGRESS
 #define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
-#define T0_OPS    ADD(1); ADD(2); REMOVE(1); DROP(1); DROP(2)
-#define T1_OPS    ADD(3); DCOUNT(0); DROP(3)
-#define T2_OPS    CANCEL(0)
+#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,1,0) P(0,3,O_DROP,1,0) P(0,4,O_DROP,2,0) \
+                  P(1,0,O_ADD,3,0) P(1,1,O_DCOUNT,0,0) P(1,2,O_DROP,3,0) \
+                  P(2,0,O_CANCEL,0,0)
 #define CFG_END   assert(word[0] == W_CANCELLED)
 
 #elif defined(CFG_CYCLEP2) || defined(CFG_CYCLEP3)
@@ -227,16 +244,14 @@
 #define NN 1
 #define NF NT
 #define CFG_INIT  skip
-#define T0_OPS    SETF(0, 1, 0)
 #if defined(CFG_CYCLEP2)
 #define NP 2
 #define NT 2
-#define T1_OPS    SETF(1, 0, 0)
+#define PROGRAM   P(0,0,O_SETF,0,1) P(1,0,O_SETF,1,0)
 #else
 #define NP 3
 #define NT 3
-#define T1_OPS    SETF(1, 2, 0)
-#define T2_OPS    SETF(2, 0, 0)
+#define PROGRAM   P(0,0,O_SETF,0,1) P(1,0,O_SETF,1,2) P(2,0,O_SETF,2,0)
 #endif
 #define CFG_END   assert(ndetect >= 1)
 
@@ -244,9 +259,8 @@
 /* Future._trySetFuture as written: claim, target, FLATTENING, register the
    forwarder (_FlattenNode) on the target's token, walk. Every future of a
    cycle closed concurrently ends immortal. Forwarder of future i: node i+1,
-   on token (i+1) mod n; run = cancel i (complete), discard = immortalize i. */
+   on the target's token; run = cancel i (complete), discard = immortalize i. */
 #define NF NT
-#define T0_OPS    SETF(0, 1, 1)
 #if defined(CFG_CYCLE2)
 #define NP 2
 #define NN 2
@@ -254,7 +268,7 @@
 #define CFG_INIT  tok[1] = 1; tok[2] = 0; \
                   ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
                   ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1)
-#define T1_OPS    SETF(1, 0, 2)
+#define PROGRAM   P(0,0,O_SETF,0,1) P(1,0,O_SETF,1,0)
 #define CFG_END   assert(ndetect >= 1 && word[0] == W_IMMORTAL && word[1] == W_IMMORTAL)
 #else
 #define NP 3
@@ -264,15 +278,14 @@
                   ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
                   ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1); \
                   ra1[3] = ACT(A_CANCEL, 2); da[3] = ACT(A_IMMORT, 2)
-#define T1_OPS    SETF(1, 2, 2)
-#define T2_OPS    SETF(2, 0, 3)
+#define PROGRAM   P(0,0,O_SETF,0,1) P(1,0,O_SETF,1,2) P(2,0,O_SETF,2,0)
 #define CFG_END   assert(ndetect >= 1 && word[0] == W_IMMORTAL && word[1] == W_IMMORTAL && word[2] == W_IMMORTAL)
 #endif
 
 #elif defined(CFG_FSET)
 /* Two futures set to each other while a third thread completes future 0:
-   exactly one claimant per future; everything ends settled, and a cycle of
-   FLATTENING futures only if all of it is immortal. */
+   one claimant per future; everything ends settled; a cycle of FLATTENING
+   futures only if all of it is immortal. */
 #define NP 3
 #define NN 2
 #define NT 2
@@ -280,9 +293,7 @@
 #define CFG_INIT  tok[1] = 1; tok[2] = 0; \
                   ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
                   ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1)
-#define T0_OPS    SETF(0, 1, 1)
-#define T1_OPS    SETF(1, 0, 2)
-#define T2_OPS    TRYSET(0)
+#define PROGRAM   P(0,0,O_SETF,0,1) P(1,0,O_SETF,1,0) P(2,0,O_TRYSET,0,0)
 #define CFG_END   assert((word[0] & W_TERMINAL) && (word[1] & W_TERMINAL)); \
                   assert(!(claim[0] == F_FLATTENING && claim[1] == F_FLATTENING && target[0] == 2 && target[1] == 1) \
                          || (word[0] == W_IMMORTAL && word[1] == W_IMMORTAL))
@@ -291,16 +302,21 @@
 #error "select a configuration with -DCFG_<NAME>"
 #endif
 
+#ifndef NF
+#define NF 0
+#endif
+#ifndef CLEAN_MIN
+#define CLEAN_MIN 1
+#endif
 #ifndef LEN_SLACK
 #define LEN_SLACK NN
 #endif
-
 #if defined(MUT_FLAT_ACQ)
 #define STOREBUF
 #endif
 
 /* ------------------------------------------------------------------ state */
-/* cf_token (one per token; futures 0..NF-1 use tokens 0..NF-1) */
+/* cf_token: one per token; futures 0..NF-1 use tokens 0..NF-1 */
 byte word[NT];        /* cf_token.word */
 byte dead[NT];        /* cf_token.dead (wraps like an AO_t) */
 byte last_len[NT];    /* cf_token.last_len */
@@ -308,38 +324,37 @@ byte last_len[NT];    /* cf_token.last_len */
 byte st[NN + 1];      /* cf_node.state */
 byte nx[NN + 1];      /* cf_node.next */
 byte op[NN + 1];      /* cf_node.op */
-byte refs[NN + 1];    /* Swift strong references to the node object */
+byte refs[NN + 1];    /* strong references to the Swift node object */
 bit  alive[NN + 1];   /* allocated and not freed */
-bit  holding[NN + 1]; /* the node still holds the registration of node hold[n] */
+bit  holding[NN + 1]; /* the node (an unless link) still holds the registration of node hold[n] */
 bit  hasreg[NN + 1];  /* the registering thread holds a CancelRegistration on it */
-/* configuration constants: never change after init, so not in the state vector */
+/* configuration constants: never change after init, so kept out of the state vector */
 hidden byte tok[NN + 1];              /* token the node registers on */
 hidden byte ra1[NN + 1], ra2[NN + 1]; /* actions when run */
 hidden byte da[NN + 1];               /* action when discarded */
-hidden byte hold[NN + 1];             /* registration this node holds (unless link) */
-hidden byte wk, wc, wt, wi;           /* scratch inside d_steps only */
-/* futures */
+hidden byte hold[NN + 1];             /* node whose registration this node holds */
+hidden byte wk, wc, wt;               /* scratch, only used inside one d_step */
 #if NF > 0
 byte claim[NF];       /* cf_future.claim */
-byte target[NF];      /* Future._target (future index + 1, 0 = nil) */
+byte target[NF];      /* Future._target (future index + 1; 0 = nil) */
 byte claimer[NF];     /* ghost: thread + 1 that won UNSET -> CLAIMED */
-byte ndetect;         /* ghost: walks that found their own future */
+byte ndetect;         /* ghost: cycle walks that came back to their own future */
 #endif
 #ifdef STOREBUF
 byte sb[NP];          /* buffered FLATTENING store: future + 1 (0 = empty) */
-byte sbt[NP];         /* ... and the target stored with it */
+byte sbt[NP];         /* ... and the target stored before it */
 #endif
 /* ghosts for the properties */
-byte wins[NN + 1];    /* CASes out of LIVE won (must end at exactly 1) */
+byte wins[NN + 1];    /* CASes out of LIVE won (exactly 1 at the end) */
 bit  used[NN + 1];    /* registration attempted (so it must get a fate) */
 bit  ran[NN + 1];     /* the handler ran */
 bit  disc[NN + 1];    /* the handler was discarded */
 bit  rtrue[NN + 1];   /* a remove() returned true (or a removal won) */
 bit  rfalse[NN + 1];  /* a remove() returned false */
 bit  lnk[NN + 1];     /* linked in its token's list */
-bit  inq[NN + 1];     /* in a drain queue, a settler's list or a cleaner's unlinked chain */
+bit  inq[NN + 1];     /* in a settler's list, a drain queue or a cleaner's unlinked chain */
 #ifdef CHECK_FIFO
-byte tseq[NT];        /* registrations pushed so far, per token */
+byte tseq[NT];        /* pushes so far, per token */
 byte rseq[NN + 1];    /* push order of the node */
 byte lastrun[NT];     /* push order of the last listed node claimed, per token */
 bit  listed[NN + 1];
@@ -351,14 +366,14 @@ byte nlive[NT];       /* of those, still LIVE */
 #ifdef CHECK_ORDER
 byte par[NN + 1];     /* callback running when the node was started (0: none) */
 byte sseq[NN + 1];    /* start order on its thread */
-byte lastc[NN + 1];   /* start order of the last visited child */
-byte pend[NN + 1];    /* started children not yet visited */
+byte lastc[NN + 1];   /* start order of its last visited child */
+byte pend[NN + 1];    /* its started children not yet visited */
 #endif
 byte ndone;           /* threads finished */
 
 /* ------------------------------------------------------ node references */
 inline FREEN(n) {
-  /* Freed only when unreachable (P5) and after its fate (P1). */
+  /* P5: freed only when unreachable; P1: only after its fate. */
   assert(!lnk[n] && !inq[n]);
   wt = 0;
   do
@@ -383,13 +398,13 @@ inline release_body(n) {
 #ifndef MUT_FREE_FIRST
   if :: refs[n] == 0 -> FREEN(n) :: else -> skip fi
 #else
-  FREEN(n)   /* MUTANT free-first: frees on the first reference dropped */
+  FREEN(n)                                                    /* MUTANT free-first */
 #endif
 }
 inline release(n) { d_step { release_body(n) } }
 
-/* An unless link drops the registration it holds once its own fate is settled
-   (_UnlessNode: target = nil on run, discard and removal). */
+/* An unless link drops the registration it holds once its own fate is
+   settled (_UnlessNode: target = nil on run, discard and removal). */
 inline drop_held(n) {
   d_step { if :: holding[n] -> holding[n] = 0; release_body(hold[n]) :: else -> skip fi }
 }
@@ -401,18 +416,17 @@ inline dispose(n) {
   }
 }
 
-inline WIN(n) { wins[n]++; assert(wins[n] == 1) }   /* P1: exactly one fate */
+#define WIN(n) wins[n]++; assert(wins[n] == 1)                /* P1: one fate */
 
-/* ------------------------------------------------------- ghost checks */
 #ifdef CHECK_LEN
-#define LEN_CHK(t) assert(nlinked[t] <= nlive[t] + LEN_SLACK)   /* P6 */
+#define LEN_CHK(t) assert(nlinked[t] <= nlive[t] + LEN_SLACK) /* P6 */
 #else
 #define LEN_CHK(t) skip
 #endif
 
 #ifdef CHECK_ORDER
-/* P9 drain order: on each thread, handlers run in the pre-order of the tree
-   "started while this callback ran" with children in the order started, i.e.
+/* P9 drain order: on each thread, handlers start in the pre-order of the
+   tree "started while this callback ran", children in the order started:
    the order synchronous recursion gives at callback boundaries. */
 #define START(n) par[n] = ctx; oseq++; sseq[n] = oseq; if :: ctx != 0 -> pend[ctx]++ :: else -> skip fi
 inline VISIT(n) {
@@ -430,76 +444,40 @@ inline VISIT(n) {
 #define ORDER_LOCALS byte ctx, octx0, octx1, octx2, oseq, oroot, osp; byte ostk[NN + 1];
 #define SET_CTX(s, n) s = ctx; ctx = n
 #define RESTORE_CTX(s) ctx = s; s = 0
-inline ORDER_RESET() {
-  d_step { assert(osp == 0 || pend[ostk[osp - 1]] == 0);
-           do :: osp > 0 -> osp--; assert(pend[ostk[osp]] == 0); ostk[osp] = 0 :: else -> break od;
-           oseq = 0; oroot = 0; ctx = 0 }
-}
+#define ORDER_RESET   do :: osp > 0 -> osp--; assert(pend[ostk[osp]] == 0); ostk[osp] = 0 :: else -> break od; \
+                      oseq = 0; oroot = 0; ctx = 0
 #else
 #define START(n) skip
 #define VISIT(n) skip
 #define ORDER_LOCALS
 #define SET_CTX(s, n) skip
 #define RESTORE_CTX(s) skip
-#define ORDER_RESET() skip
+#define ORDER_RESET skip
 #endif
 
 #ifdef STOREBUF
-#define FENCE (sb[me] == 0)   /* a full barrier waits for this thread's store buffer */
+#define FENCE (sb[me] == 0)   /* a full barrier waits until this thread's store buffer drained */
 #else
 #define FENCE skip
 #endif
 
 /* ============================================================ cf_core.c */
+/* The functions below are inlines expanded exactly once in Thread() or
+   subroutines of Thread() entered with goto and left through a return
+   dispatch (Promela has no calls); arguments are the thread's locals. */
 
-/* cf_token_load */
 inline cf_token_load(t, out) {
   d_step { out = word[t] }                                    /* @token_load */
 }
 
-/* cf_token_register (with the Swift passRetained merged into its first step:
-   the node is still private). */
-inline cf_token_register(t, n, res) {
-  d_step { refs[n]++; used[n] = 1; rw = word[t] }             /* @reg_load (+ swift_retain) */
-  do
-  :: (rw & W_CANCELLED) -> res = REG_CANCELLED; break
-  :: (rw & W_IMMORTAL) -> res = REG_IMMORTAL; break
-  :: !(rw & W_TERMINAL) ->
-     d_step {                                                 /* @reg_next @reg_cas */
-       FENCE;
-       assert(alive[n]);
-       nx[n] = NODE_OF(rw);
-       if
-       :: word[t] == rw ->
-#ifndef MUT_REG_DROP_CLEANING
-          word[t] = MKW(n) | (rw & W_CLEANING);               /* @reg_keep_clean */
-#else
-          word[t] = MKW(n);                                   /* MUTANT reg-drops-cleaning */
-#endif
-          rok = 1; lnk[n] = 1;
-#ifdef CHECK_FIFO
-          tseq[t]++; rseq[n] = tseq[t]; listed[n] = 1;
-#endif
-#ifdef CHECK_LEN
-          nlinked[t]++; nlive[t]++; LEN_CHK(t);
-#endif
-          skip
-       :: else -> rw = word[t]; rok = 0
-       fi
-     }
-     if :: rok -> res = REG_ADDED; break :: else -> skip fi
-  od;
-  rw = 0; rok = 0
-}
-
-/* enqueue_started: this thread's queue; used inside a d_step */
+/* enqueue_started: this thread's queue (used inside a d_step) */
 inline enqueue_started(first, last) {
   nx[last] = 0;
   if :: stl != 0 -> nx[stl] = first :: else -> sh = first fi; /* @enq_started */
   stl = last
 }
 
-/* cf_node_enqueue: only called while draining (cf_drain_must_queue was true) */
+/* cf_node_enqueue: only called while draining (cf_drain_must_queue held) */
 inline cf_node_enqueue(n, term) {
   d_step {                                                    /* @node_enqueue */
     assert(draining && alive[n]);
@@ -508,68 +486,7 @@ inline cf_node_enqueue(n, term) {
   }
 }
 
-/* cf_token_settle up to (excluding) the drain call */
-inline settle_body(t, term, res) {
-  d_step { sw = word[t] }                                     /* @settle_load */
-  do
-  :: (sw & W_TERMINAL) -> res = 0; break
-  :: !(sw & W_TERMINAL) && (sw & W_CLEANING) ->               /* @settle_wait (sched_yield) */
-     d_step { sw = word[t] }                                  /* @settle_reload */
-#ifndef MUT_SETTLE_NOWAIT
-  :: !(sw & (W_TERMINAL | W_CLEANING)) ->
-#else
-  :: !(sw & W_TERMINAL) ->                                    /* MUTANT settle-nowait: may CAS while a cleaner holds the list */
-#endif
-     d_step {                                                 /* @settle_cas */
-       FENCE;
-       if
-       :: word[t] == sw ->
-          word[t] = term; sok = 1;
-          /* ghost: the list now belongs to this settler */
-          wk = NODE_OF(sw); wc = 0;
-          do
-          :: wk != 0 -> assert(alive[wk]); lnk[wk] = 0; inq[wk] = 1; wk = nx[wk]; wc++; assert(wc <= NN)
-          :: else -> break
-          od;
-          wk = 0; wc = 0;
-#ifdef CHECK_LEN
-          nlinked[t] = 0; nlive[t] = 0;
-#endif
-          skip
-       :: else -> sw = word[t]; sok = 0
-       fi
-     }
-     if :: sok -> res = 1; break :: else -> skip fi
-  od;
-  if
-  :: res ->
-     d_step {                                                 /* @settle_reverse @settle_enqueue */
-       lifo = NODE_OF(sw); fifo = 0; slast = lifo;
-       do
-       :: lifo != 0 ->
-          assert(alive[lifo]);
-          snext = nx[lifo];
-#ifndef MUT_LIFO
-          nx[lifo] = fifo;
-#endif
-          op[lifo] = term; fifo = lifo; lifo = snext
-       :: else -> break
-       od;
-#ifdef MUT_LIFO
-       slast = fifo; fifo = NODE_OF(sw);                      /* MUTANT lifo: no reversal, queued newest first */
-#endif
-#ifdef CHECK_ORDER
-       wk = fifo; do :: wk != 0 -> START(wk); wk = nx[wk] :: else -> break od; wk = 0;
-#endif
-       if :: fifo != 0 -> enqueue_started(fifo, slast) :: else -> skip fi;
-       lifo = 0; fifo = 0; slast = 0; snext = 0
-     }
-  :: else -> skip
-  fi;
-  sw = 0; sok = 0
-}
-
-/* cf_node_claim */
+/* cf_node_claim, with what its win means for the handler */
 inline cf_node_claim(n, fate, won) {
   d_step {                                                    /* @node_claim */
     FENCE;
@@ -583,113 +500,7 @@ inline cf_node_claim(n, fate, won) {
   }
 }
 
-/* try_clean */
-inline try_clean(t) {
-  d_step { cw = word[t] }                                     /* @clean_load */
-  if
-  :: (cw & (W_TERMINAL | W_CLEANING)) || NODE_OF(cw) == 0 -> skip
-  :: else ->
-     d_step {                                                 /* @clean_cas */
-       if
-       :: word[t] == cw ->
-          word[t] = cw | W_CLEANING; cok = 1;
-          chead = NODE_OF(cw); assert(alive[chead]); cprev = chead; ccur = nx[chead]; cunl = 0; ckept = 1; crem = 0
-       :: else -> cok = 0
-       fi
-     }
-     if
-     :: cok ->
-        do
-        :: ccur == 0 -> break
-        :: else ->
-           d_step {                                           /* @clean_state @clean_unlink */
-             assert(alive[ccur]);
-             cnext = nx[ccur];
-             if
-             :: st[ccur] == REMOVED ->
-                nx[cprev] = cnext; nx[ccur] = cunl; cunl = ccur; crem++;
-                lnk[ccur] = 0; inq[ccur] = 1;
-#ifdef CHECK_LEN
-                nlinked[t]--;
-#endif
-                skip
-             :: else -> cprev = ccur; ckept++
-             fi;
-             ccur = cnext; cnext = 0
-           }
-        od;
-        skip;
-        d_step { last_len[t] = ckept }                        /* @clean_len */
-        d_step { dead[t] = dead[t] - crem }                   /* @clean_dead */
-        d_step { ccw = word[t] }                              /* @clean_reload */
-#if defined(MUT_CLEAR_STORE)
-        d_step { word[t] = ccw & ~W_CLEANING }                /* MUTANT clear-store: plain store of the value loaded above */
-#else
-        do
-        :: d_step {                                           /* @clean_clear */
-             if :: word[t] == ccw -> word[t] = ccw & ~W_CLEANING; cok = 0 :: else -> ccw = word[t]; cok = 1 fi
-           };
-#if defined(MUT_CLEAR_NORETRY)
-           break                                              /* MUTANT clear-noretry: a failed clear is not retried */
-#else
-           if :: cok == 0 -> break :: else -> skip fi
-#endif
-        od;
-#endif
-        do
-        :: cunl == 0 -> break
-        :: else ->
-           d_step {                                           /* @clean_call: UNLINK hands back the list's reference */
-             assert(alive[cunl]);
-             cnext = nx[cunl]; inq[cunl] = 0;
-             release_body(cunl);
-             cunl = cnext; cnext = 0
-           }
-        od
-     :: else -> skip
-     fi
-  fi;
-  skip;
-  d_step { cw = 0; chead = 0; cprev = 0; ccur = 0; cnext = 0; cunl = 0; ckept = 0; crem = 0; ccw = 0; cok = 0 }
-}
-
-/* cf_node_remove */
-inline cf_node_remove(t, n, res) {
-  d_step {                                                    /* @remove_cas */
-    FENCE;
-    assert(alive[n]);
-    if
-    :: st[n] == LIVE ->
-       st[n] = REMOVED; res = 1; WIN(n); rtrue[n] = 1;
-#ifdef CHECK_LEN
-       if :: lnk[n] -> nlive[t]--; LEN_CHK(t) :: else -> skip fi;
-#endif
-       skip
-    :: else -> res = 0
-    fi
-  }
-  if
-  :: res ->
-     d_step { dead[t] = dead[t] + 1; mdead = dead[t] }        /* @remove_inc */
-     if
-     :: mdead >= CLEAN_MIN ->
-        d_step { mlen = last_len[t] }                         /* @remove_len */
-        if
-#ifndef MUT_NO_CLEAN
-        :: mdead > mlen / 2 -> try_clean(t)
-#else
-        :: mdead > mlen / 2 -> skip                           /* MUTANT no-clean: never cleans */
-#endif
-        :: else -> skip
-        fi
-     :: else -> skip
-     fi
-  :: else -> skip
-  fi;
-  mdead = 0; mlen = 0
-}
-
-/* debug_count (cf_token_debug_count) */
+/* debug_count (cf_token_debug_count / _live) */
 inline debug_count(t) {
   do
   :: d_step { gw = word[t] };                                 /* @dbg_load */
@@ -697,10 +508,11 @@ inline debug_count(t) {
      :: (gw & W_TERMINAL) || NODE_OF(gw) == 0 -> break
      :: !(gw & W_TERMINAL) && NODE_OF(gw) != 0 && (gw & W_CLEANING) -> skip   /* sched_yield; continue */
      :: !(gw & (W_TERMINAL | W_CLEANING)) && NODE_OF(gw) != 0 ->
-        d_step { if :: word[t] == gw -> word[t] = gw | W_CLEANING; gok = 1 :: else -> gok = 0 fi }  /* @dbg_cas */
+        d_step {                                              /* @dbg_cas */
+          if :: word[t] == gw -> word[t] = gw | W_CLEANING; gok = 1; gcur = NODE_OF(gw) :: else -> gok = 0 fi
+        };
         if
         :: gok ->
-           gcur = NODE_OF(gw);
            do
            :: gcur == 0 -> break
            :: else -> d_step { assert(alive[gcur]); gn = gn + (st[gcur] == LIVE -> 1 : 0); gcur = nx[gcur] }  /* @dbg_state */
@@ -722,8 +534,8 @@ inline debug_count(t) {
   d_step { gw = 0; gok = 0; gcur = 0; gn = 0 }
 }
 
-/* cf_future_claim / cf_future_claim_load */
 #if NF > 0
+/* cf_future_claim */
 inline cf_future_claim(f, e, d, won) {
 #ifndef MUT_FCLAIM_LS
   d_step {                                                    /* @future_claim */
@@ -736,15 +548,16 @@ inline cf_future_claim(f, e, d, won) {
     fi
   }
 #else
-  d_step { won = (claim[f] == e) };                           /* MUTANT fclaim-ls: load, then store */
+  d_step { won = (claim[f] == e) };                           /* MUTANT fclaim-ls: load ... */
   if
-  :: won -> d_step { claim[f] = d; if :: d == F_CLAIMED -> assert(claimer[f] == 0); claimer[f] = me + 1 :: else -> skip fi }
+  :: won -> d_step { claim[f] = d; if :: d == F_CLAIMED -> assert(claimer[f] == 0); claimer[f] = me + 1 :: else -> skip fi }  /* ... then store */
   :: else -> skip
   fi
 #endif
 }
 
-/* CAS CLAIMED -> FLATTENING by the claim holder, target written just before. */
+/* cf_future_claim(CLAIMED, FLATTENING) by the claim holder, with the
+   _target it publishes written just before. */
 inline publish_flattening(f, g) {
 #ifndef MUT_FLAT_ACQ
   d_step {                                                    /* @future_claim (full) */
@@ -753,24 +566,96 @@ inline publish_flattening(f, g) {
     target[f] = g + 1; claim[f] = F_FLATTENING
   }
 #else
-  d_step { assert(claim[f] == F_CLAIMED); sb[me] = f + 1; sbt[me] = g + 1 }  /* MUTANT flat-acq: acquire CAS, the store waits in the buffer */
+  d_step { assert(claim[f] == F_CLAIMED); sb[me] = f + 1; sbt[me] = g + 1 }  /* MUTANT flat-acq: the store waits in the buffer */
 #endif
 }
 
-inline cf_future_claim_load(x, cl, tg) {
-  d_step {                                                    /* @future_load (+ the _target read it publishes) */
+/* cf_future_claim_load, with the _target read it makes safe */
+inline cf_future_claim_load(x, c, g) {
+  d_step {                                                    /* @future_load */
 #ifdef STOREBUF
-    if :: sb[me] == x + 1 -> cl = F_FLATTENING; tg = sbt[me] :: else -> cl = claim[x]; tg = target[x] fi
+    if :: sb[me] == x + 1 -> c = F_FLATTENING; g = sbt[me] :: else -> c = claim[x]; g = target[x] fi
 #else
-    cl = claim[x]; tg = target[x]
+    c = claim[x]; g = target[x]
 #endif
   }
 }
 #endif
 
-/* ==================================================== the Swift layer */
+/* what a drain event means, checked where the node is claimed */
+inline DRAIN_GHOST() {
+  dev = (dwon -> (dcanc -> EV_RUN : EV_DISCARD) : EV_UNLINK);
+  if
+  :: dev == EV_RUN -> assert(!rtrue[dn]); ran[dn] = 1           /* P2 */
+  :: dev == EV_DISCARD -> disc[dn] = 1
+  :: else -> skip
+  fi;
+#ifdef CHECK_FIFO
+  if
+  :: dev != EV_UNLINK && listed[dn] -> assert(rseq[dn] > lastrun[tok[dn]]); lastrun[tok[dn]] = rseq[dn]   /* P4 */
+  :: else -> skip
+  fi;
+#endif
+  skip
+}
 
-/* The callback of a node run from drain() (cf_node.fn, _Node.init). */
+/* A handler run inline inside a drain callback (its registration found the
+   token cancelled and nothing was waiting): Swift _dispatchRun/_discarded. */
+inline callback_l2(n, ev) {
+#ifdef CHECK_ORDER
+  d_step { START(n); VISIT(n) };
+#endif
+  SET_CTX(octx2, n);
+  ai2 = 0;
+  do
+  :: ai2 < 2 ->
+     a2 = (ev == EV_RUN -> (ai2 == 0 -> ra1[n] : ra2[n]) : (ai2 == 0 -> da[n] : 0));
+     at2 = a2 & 15;
+     if
+     :: a2 == 0 -> skip
+     :: (a2 >> 4) == A_CANCEL -> s_t = at2; s_term = W_CANCELLED; s_ret = 3; goto settle_body
+     :: (a2 >> 4) == A_IMMORT -> s_t = at2; s_term = W_IMMORTAL; s_ret = 3; goto settle_body
+     :: (a2 >> 4) == A_REMOVE -> m_n = at2; m_user = 0; m_ret = 4; goto node_remove
+     :: (a2 >> 4) == A_ADD -> assert(false)                   /* model limit: two levels */
+     fi;
+l2_next: skip;
+     ai2++; a2 = 0; at2 = 0
+  :: else -> break
+  od;
+  ai2 = 0;
+  drop_held(n);
+  RESTORE_CTX(octx2)
+}
+
+/* _addHandler from inside a drain callback; the handler drops the
+   registration it gets back. */
+inline add_l1(m) {
+  cf_token_load(tok[m], aw1);
+  if
+  :: (aw1 & W_IMMORTAL) -> dispose(m); goto add_l1_done
+  :: (aw1 & W_CANCELLED) && !(draining && sh != 0) ->         /* @must_queue */
+     cf_node_claim(m, CLAIMED, won1);
+     rr1 = REG_CANCELLED
+  :: else ->
+     r_n = m; r_ret = 2; goto cf_token_register;
+reg_l1_back: skip;
+     rr1 = r_res; r_res = 0;
+     if
+     :: rr1 == REG_ADDED -> goto add_l1_rel
+     :: rr1 == REG_CANCELLED && draining && sh != 0 -> cf_node_enqueue(m, W_CANCELLED); goto add_l1_rel
+     :: else ->
+        release(m);                                           /* u.release() */
+        cf_node_claim(m, (rr1 == REG_CANCELLED -> CLAIMED : DISCARDED), won1)
+     fi
+  fi;
+  if :: won1 -> callback_l2(m, (rr1 == REG_CANCELLED -> EV_RUN : EV_DISCARD)) :: else -> skip fi;
+add_l1_rel: skip;
+  release(m);                                                 /* the dropped registration / node */
+add_l1_done: skip;
+  aw1 = 0; won1 = 0; rr1 = 0
+}
+
+/* The node callback run from drain() (cf_node.fn of _Node.init). */
 inline callback_l1(n, ev) {
   SET_CTX(octx1, n);
   if
@@ -782,12 +667,13 @@ inline callback_l1(n, ev) {
         at1 = a1 & 15;
         if
         :: a1 == 0 -> skip
-        :: (a1 >> 4) == A_CANCEL -> settle_body(at1, W_CANCELLED, x1)  /* draining: queued, no drain() */
-        :: (a1 >> 4) == A_IMMORT -> settle_body(at1, W_IMMORTAL, x1)
-        :: (a1 >> 4) == A_REMOVE -> remove_by_unless(at1)
+        :: (a1 >> 4) == A_CANCEL -> s_t = at1; s_term = W_CANCELLED; s_ret = 2; goto settle_body  /* draining: queued */
+        :: (a1 >> 4) == A_IMMORT -> s_t = at1; s_term = W_IMMORTAL; s_ret = 2; goto settle_body
+        :: (a1 >> 4) == A_REMOVE -> m_n = at1; m_user = 0; m_ret = 3; goto node_remove
         :: (a1 >> 4) == A_ADD -> add_l1(at1)
         fi;
-        ai1++; a1 = 0; at1 = 0; x1 = 0
+l1_next: skip;
+        ai1++; a1 = 0; at1 = 0
      :: else -> break
      od;
      ai1 = 0;
@@ -796,50 +682,6 @@ inline callback_l1(n, ev) {
   fi;
   RESTORE_CTX(octx1);
   d_step { inq[n] = 0; release_body(n) }                      /* takeRetainedValue: the list's reference */
-}
-
-/* A handler run inline (its registration found the token cancelled) inside a
-   callback of drain(): nested one level. */
-inline callback_l2(n, ev) {
-#ifdef CHECK_ORDER
-  d_step { START(n); VISIT(n) }
-#endif
-  SET_CTX(octx2, n);
-  ai2 = 0;
-  do
-  :: ai2 < 2 ->
-     a2 = (ev == EV_RUN -> (ai2 == 0 -> ra1[n] : ra2[n]) : (ai2 == 0 -> da[n] : 0));
-     at2 = a2 & 15;
-     if
-     :: a2 == 0 -> skip
-     :: (a2 >> 4) == A_CANCEL -> settle_body(at2, W_CANCELLED, x2)
-     :: (a2 >> 4) == A_IMMORT -> settle_body(at2, W_IMMORTAL, x2)
-     :: (a2 >> 4) == A_REMOVE -> remove_by_unless(at2)
-     :: (a2 >> 4) == A_ADD -> assert(false)                   /* model limit: two inline levels */
-     fi;
-     ai2++; a2 = 0; at2 = 0; x2 = 0
-  :: else -> break
-  od;
-  ai2 = 0;
-  drop_held(n);
-  RESTORE_CTX(octx2)
-}
-
-/* what the event means, checked when the node is claimed in drain() */
-inline DRAIN_GHOST() {
-  dev = (dwon -> (dcanc -> EV_RUN : EV_DISCARD) : EV_UNLINK);
-  if
-  :: dev == EV_RUN -> assert(!rtrue[dn]); ran[dn] = 1          /* P2 */
-  :: dev == EV_DISCARD -> disc[dn] = 1
-  :: else -> skip
-  fi;
-#ifdef CHECK_FIFO
-  if
-  :: dev != EV_UNLINK && listed[dn] -> assert(rseq[dn] > lastrun[tok[dn]]); lastrun[tok[dn]] = rseq[dn]  /* P4 */
-  :: else -> skip
-  fi;
-#endif
-  skip
 }
 
 /* drain() */
@@ -888,134 +730,105 @@ inline drain() {
   draining = 0
 }
 
-inline settle_top(t, term) {
-  settle_body(t, term, sres);
-  if :: !draining -> drain() :: else -> skip fi;              /* @settle_drain */
-  sres = 0
-}
+/* ------------------------------------------------------------ threads */
+#define THREAD_LOCALS \
+  byte pc, opk, opa, opb;                         /* the program */ \
+  byte sh, stl, rh; bit draining;                 /* cf_core.c's __thread drain queue */ \
+  byte r_n, r_res, r_ret, rw; bit rok;            /* cf_token_register */ \
+  byte s_t, s_term, s_ret, st_ret, sw, lifo, fifo, slast, snext; bit s_res, sok;   /* cf_token_settle */ \
+  byte dn, dev; bit dwon, dcanc;                  /* drain */ \
+  byte m_n, m_ret, mdead, mlen; bit m_user, m_res; /* cf_node_remove */ \
+  byte cw, chead, cprev, ccur, cnext, cunl, ckept, crem, ccw; bit cok;   /* try_clean */ \
+  byte gw, gcur, gn; bit gok;                     /* debug_count */ \
+  byte aw, aw1, rres, rr1, rt_n, rt_ret, cb_n, cb_ev, ct_ret; bit won, won1, fwon;   /* Swift _addHandler / _register */ \
+  byte a0, at0, a1, at1, a2, at2, ai0, ai1, ai2;  /* handler actions */ \
+  byte cur, tort, pw, lam, cl, tg;                /* _detectCycle */ \
+  ORDER_LOCALS
 
-/* A handler run inline outside any drain (top level of a thread). */
-inline callback_top(n, ev) {
-#ifdef CHECK_ORDER
-  d_step { START(n); VISIT(n) }
+proctype Thread(byte me) {
+  THREAD_LOCALS
+
+next_op: skip;
+  d_step { if PROGRAM :: else -> opk = O_END fi };
+  if
+  :: opk == O_END -> goto finished
+  :: opk == O_ADD -> goto op_add
+  :: opk == O_REMOVE ->
+     if :: hasreg[opa] -> m_n = opa; m_user = 1; m_ret = 1; goto node_remove :: else -> goto op_done fi
+  :: opk == O_DROP ->
+     d_step { if :: hasreg[opa] -> hasreg[opa] = 0; release_body(opa) :: else -> skip fi };
+     goto op_done
+  :: opk == O_CANCEL -> s_t = opa; s_term = W_CANCELLED; st_ret = 1; goto settle_top
+  :: opk == O_IMMORT -> s_t = opa; s_term = W_IMMORTAL; st_ret = 1; goto settle_top
+  :: opk == O_DCOUNT -> debug_count(opa); goto op_done
+#if NF > 0
+  :: opk == O_SETF -> goto op_setf
+  :: opk == O_TRYSET ->
+     cf_future_claim(opa, F_UNSET, F_CLAIMED, fwon);
+     if :: fwon -> fwon = 0; s_t = opa; s_term = W_CANCELLED; st_ret = 1; goto settle_top :: else -> goto op_done fi
 #endif
-  SET_CTX(octx0, n);
-  ai0 = 0;
-  do
-  :: ai0 < 2 ->
-     a0 = (ev == EV_RUN -> (ai0 == 0 -> ra1[n] : ra2[n]) : (ai0 == 0 -> da[n] : 0));
-     at0 = a0 & 15;
+  :: opk == O_ALLOC ->
      if
-     :: a0 == 0 -> skip
-     :: (a0 >> 4) == A_CANCEL -> settle_top(at0, W_CANCELLED)
-     :: (a0 >> 4) == A_IMMORT -> settle_top(at0, W_IMMORTAL)
-     :: (a0 >> 4) == A_REMOVE -> remove_by_unless(at0)
-     :: (a0 >> 4) == A_ADD -> assert(false)                   /* model limit */
-     fi;
-     ai0++; a0 = 0; at0 = 0
-  :: else -> break
-  od;
-  ai0 = 0;
-  drop_held(n);
-  RESTORE_CTX(octx0)
-}
-
-/* _removeByUnless: remove, and if won, node._removed() drops what it holds */
-inline remove_by_unless(m) {
-  cf_node_remove(tok[m], m, mres);
-  if :: mres -> drop_held(m) :: else -> skip fi;
-  mres = 0
-}
-
-/* CancelRegistration.remove() */
-inline sw_remove(n) {
-  if
-  :: hasreg[n] ->
-     cf_node_remove(tok[n], n, mres);
-     if
-     :: mres -> drop_held(n)                                  /* node._removed(byUnless: false) */
-     :: else ->
-        d_step {                                              /* @node_state */
-          assert(alive[n]);
-          if :: st[n] == CLAIMED -> rfalse[n] = 1 :: else -> rtrue[n] = 1 fi
+     :: !alive[opa] ->
+        d_step {
+          alive[opa] = 1; refs[opa] = 1; st[opa] = LIVE; nx[opa] = 0; op[opa] = 0;
+          wins[opa] = 0; used[opa] = 0; ran[opa] = 0; disc[opa] = 0; rtrue[opa] = 0; rfalse[opa] = 0
         }
+     :: else -> pc = pc + 3
      fi;
-     mres = 0
-  :: else -> skip                                             /* CancelRegistration(neverRuns:) */
-  fi
-}
+     goto op_done
+  :: opk == O_LOOP -> pc = 255; goto op_done
+  fi;
 
-/* Dropping the CancelRegistration the thread kept. */
-inline drop_reg(n) {
-  d_step { if :: hasreg[n] -> hasreg[n] = 0; release_body(n) :: else -> skip fi }
-}
+op_done: skip;
+  d_step { ORDER_RESET; pc++; opk = 0; opa = 0; opb = 0 };
+  goto next_op;
 
-/* _register(owner, node), from the top level of a thread (draining == 0). */
-inline register_top(n, res) {
-  cf_token_register(tok[n], n, res);
+/* ---- CancelToken._addHandler (unless: .immortal), at the top of a thread */
+op_add: skip;
+  cf_token_load(tok[opa], aw);
   if
-  :: res == REG_ADDED -> skip
-  :: res == REG_CANCELLED && draining && sh != 0 ->           /* @must_queue */
-     cf_node_enqueue(n, W_CANCELLED); res = REG_ADDED
-  :: else ->
-     release(n);                                              /* u.release() */
-     cf_node_claim(n, (res == REG_CANCELLED -> CLAIMED : DISCARDED), won);
-     if :: won -> callback_top(n, (res == REG_CANCELLED -> EV_RUN : EV_DISCARD)) :: else -> skip fi;
-     won = 0
-  fi
-}
-
-/* CancelToken.whenCancelled -> _addHandler (unless: .immortal), top level. */
-inline add_top(n) {
-  cf_token_load(tok[n], aw);
-  if
-  :: (aw & W_IMMORTAL) -> dispose(n)
+  :: (aw & W_IMMORTAL) -> dispose(opa); aw = 0; goto op_done
   :: (aw & W_CANCELLED) && !(draining && sh != 0) ->          /* cf_drain_must_queue() == 0 */
-     cf_node_claim(n, CLAIMED, won);
-     if :: won -> callback_top(n, EV_RUN) :: else -> skip fi;
-     won = 0;
-     release(n)                                               /* CancelRegistration(neverRuns: false) */
-  :: else ->
-     register_top(n, rres);
-     if :: rres == REG_ADDED -> hasreg[n] = 1 :: else -> release(n) fi;
-     rres = 0
+     aw = 0;
+     cf_node_claim(opa, CLAIMED, won);
+     if :: won -> won = 0; cb_n = opa; cb_ev = EV_RUN; ct_ret = 1; goto callback_top :: else -> skip fi;
+add_inline_done: skip;
+     release(opa);                                            /* CancelRegistration(neverRuns: false) */
+     goto op_done
+  :: else -> aw = 0; rt_n = opa; rt_ret = 1; goto register_top
   fi;
-  aw = 0
-}
-
-/* _addHandler from inside a drain callback; the registration is dropped. */
-inline add_l1(m) {
-  cf_token_load(tok[m], aw1);
-  if
-  :: (aw1 & W_IMMORTAL) -> dispose(m)
-  :: (aw1 & W_CANCELLED) && !(draining && sh != 0) ->         /* @must_queue */
-     cf_node_claim(m, CLAIMED, won1);
-     if :: won1 -> callback_l2(m, EV_RUN) :: else -> skip fi;
-     release(m)
-  :: else ->
-     cf_token_register(tok[m], m, rr1);
-     if
-     :: rr1 == REG_ADDED -> skip
-     :: rr1 == REG_CANCELLED && draining && sh != 0 -> cf_node_enqueue(m, W_CANCELLED)
-     :: else ->
-        release(m);                                           /* u.release() */
-        cf_node_claim(m, (rr1 == REG_CANCELLED -> CLAIMED : DISCARDED), won1);
-        if :: won1 -> callback_l2(m, (rr1 == REG_CANCELLED -> EV_RUN : EV_DISCARD)) :: else -> skip fi
-     fi;
-     release(m)                                               /* the dropped CancelRegistration */
-  fi;
-  aw1 = 0; won1 = 0; rr1 = 0
-}
+add_reg_done: skip;
+  if :: rres == REG_ADDED -> hasreg[opa] = 1 :: else -> release(opa) fi;
+  rres = 0;
+  goto op_done;
 
 #if NF > 0
-/* Future._detectCycle(from: g), on future f (Brent). */
-inline detect_cycle(f, g) {
-  cur = g; tort = g; pw = 1; lam = 0;
+/* ---- Future._trySetFuture(other: opb) on future opa; forwarder node opa+1 */
+op_setf: skip;
+  cf_token_load(opb, aw);
+  if
+  :: (aw & W_TERMINAL) ->                                     /* _trySet(other._result!) / _tryImmortalize() */
+     cf_future_claim(opa, F_UNSET, F_CLAIMED, fwon);
+     if
+     :: fwon -> fwon = 0; s_t = opa; s_term = (aw & W_CANCELLED -> W_CANCELLED : W_IMMORTAL); aw = 0; st_ret = 1; goto settle_top
+     :: else -> aw = 0; goto op_done
+     fi
+  :: else -> aw = 0
+  fi;
+  cf_future_claim(opa, F_UNSET, F_CLAIMED, fwon);
+  if :: !fwon -> goto op_done :: else -> fwon = 0 fi;
+  publish_flattening(opa, opb);
+#ifndef CYCLE_PROTO
+  rt_n = opa + 1; rt_ret = 2; goto register_top;              /* _add(_FlattenNode, unless: .immortal) */
+setf_reg_done: skip;
+  rres = 0;
+  release(opa + 1);                                           /* its CancelRegistration is dropped */
+#endif
+  /* Future._detectCycle(from: opb), Brent */
+  cur = opb; tort = opb; pw = 1; lam = 0;
   do
-  :: cur == f ->
-     d_step { ndetect++ };
-     settle_top(f, W_IMMORTAL);
-     break
+  :: cur == opa -> break
   :: else ->
      cf_future_claim_load(cur, cl, tg);
      if
@@ -1023,111 +836,315 @@ inline detect_cycle(f, g) {
      :: else ->
         cur = tg - 1;
         if
-        :: cur == tort && cur != f -> break
+        :: cur == tort && cur != opa -> break
         :: else ->
            lam++;
            if :: lam == pw -> tort = cur; pw = pw * 2; lam = 0 :: else -> skip fi
         fi
      fi
   od;
-  skip;
-  d_step { cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0 }
-}
-
-/* Future._trySetFuture(other: g) on future f; forwarder node fw. */
-inline try_set_future(f, g, fw) {
-  cf_token_load(g, aw);
   if
-  :: (aw & W_CANCELLED) ->                                    /* _trySet(other._result!) */
-     cf_future_claim(f, F_UNSET, F_CLAIMED, fwon);
-     if :: fwon -> settle_top(f, W_CANCELLED) :: else -> skip fi
-  :: (aw & W_IMMORTAL) ->                                     /* _tryImmortalize() */
-     cf_future_claim(f, F_UNSET, F_CLAIMED, fwon);
-     if :: fwon -> settle_top(f, W_IMMORTAL) :: else -> skip fi
-  :: !(aw & W_TERMINAL) ->
-     cf_future_claim(f, F_UNSET, F_CLAIMED, fwon);
-     if
-     :: fwon ->
-        publish_flattening(f, g);
-#ifndef CYCLE_PROTO
-        register_top(fw, rres);                               /* _add(_FlattenNode, unless: .immortal) */
-        rres = 0;
-        release(fw);                                          /* its CancelRegistration is dropped */
+  :: cur == opa ->
+     d_step { ndetect++; cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0 };
+     s_t = opa; s_term = W_IMMORTAL; st_ret = 1; goto settle_top
+  :: else ->
+     d_step { cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0 };
+     goto op_done
+  fi;
 #endif
-        detect_cycle(f, g)
+
+/* ---- subroutine: _register(owner, node) at the top of a thread (rt_n) */
+register_top: skip;
+  r_n = rt_n; r_ret = 1; goto cf_token_register;
+reg_top_back: skip;
+  rres = r_res; r_res = 0;
+  if
+  :: rres == REG_ADDED -> skip
+  :: rres == REG_CANCELLED && draining && sh != 0 ->          /* @must_queue */
+     cf_node_enqueue(rt_n, W_CANCELLED); rres = REG_ADDED
+  :: else ->
+     release(rt_n);                                           /* u.release() */
+     cf_node_claim(rt_n, (rres == REG_CANCELLED -> CLAIMED : DISCARDED), won);
+     if
+     :: won -> won = 0; cb_n = rt_n; cb_ev = (rres == REG_CANCELLED -> EV_RUN : EV_DISCARD); ct_ret = 2; goto callback_top
      :: else -> skip
      fi
   fi;
-  aw = 0; fwon = 0
-}
-
-/* Future._trySet(value) */
-inline try_set(f) {
-  cf_future_claim(f, F_UNSET, F_CLAIMED, fwon);
-  if :: fwon -> settle_top(f, W_CANCELLED) :: else -> skip fi;
-  fwon = 0
-}
-#endif
-
-/* churn: allocate a recycled slot if it is free, register, remove, drop */
-inline CHURN1(n) {
+reg_top_done: skip;
+  rt_n = 0;
   if
-  :: !alive[n] ->
-     d_step {
-       alive[n] = 1; refs[n] = 1; st[n] = LIVE; nx[n] = 0; op[n] = 0;
-       wins[n] = 0; used[n] = 0; ran[n] = 0; disc[n] = 0; rtrue[n] = 0; rfalse[n] = 0
+  :: rt_ret == 1 -> rt_ret = 0; goto add_reg_done
+#if NF > 0 && !defined(CYCLE_PROTO)
+  :: rt_ret == 2 -> rt_ret = 0; goto setf_reg_done
+#endif
+  fi;
+
+/* ---- subroutine: a handler run inline at the top of a thread (cb_n, cb_ev) */
+callback_top: skip;
+#ifdef CHECK_ORDER
+  d_step { START(cb_n); VISIT(cb_n) };
+#endif
+  SET_CTX(octx0, cb_n);
+  ai0 = 0;
+  do
+  :: ai0 < 2 ->
+     a0 = (cb_ev == EV_RUN -> (ai0 == 0 -> ra1[cb_n] : ra2[cb_n]) : (ai0 == 0 -> da[cb_n] : 0));
+     at0 = a0 & 15;
+     if
+     :: a0 == 0 -> skip
+     :: (a0 >> 4) == A_CANCEL -> s_t = at0; s_term = W_CANCELLED; st_ret = 2; goto settle_top
+     :: (a0 >> 4) == A_IMMORT -> s_t = at0; s_term = W_IMMORTAL; st_ret = 2; goto settle_top
+     :: (a0 >> 4) == A_REMOVE -> m_n = at0; m_user = 0; m_ret = 2; goto node_remove
+     :: (a0 >> 4) == A_ADD -> assert(false)                   /* model limit */
+     fi;
+ct_next: skip;
+     ai0++; a0 = 0; at0 = 0
+  :: else -> break
+  od;
+  ai0 = 0;
+  drop_held(cb_n);
+  RESTORE_CTX(octx0);
+  cb_n = 0; cb_ev = 0;
+  if
+  :: ct_ret == 1 -> ct_ret = 0; goto add_inline_done
+  :: ct_ret == 2 -> ct_ret = 0; goto reg_top_done
+  fi;
+
+/* ---- subroutine: cf_token_settle(s_t, s_term) from the top: settle, then drain */
+settle_top: skip;
+  s_ret = 1; goto settle_body;
+settle_top_back: skip;
+  if :: !draining -> drain() :: else -> skip fi;              /* @settle_drain */
+  if
+  :: st_ret == 1 -> st_ret = 0; goto op_done
+  :: st_ret == 2 -> st_ret = 0; goto ct_next
+  fi;
+
+/* ---- subroutine: cf_token_settle(s_t, s_term) up to the drain call */
+settle_body: skip;
+  d_step { sw = word[s_t] };                                  /* @settle_load */
+  do
+  :: (sw & W_TERMINAL) -> s_res = 0; break
+  :: !(sw & W_TERMINAL) && (sw & W_CLEANING) ->               /* @settle_wait: sched_yield */
+     d_step { sw = word[s_t] }                                /* @settle_reload */
+#ifndef MUT_SETTLE_NOWAIT
+  :: !(sw & (W_TERMINAL | W_CLEANING)) ->
+#else
+  :: !(sw & W_TERMINAL) ->                                    /* MUTANT settle-nowait */
+#endif
+     d_step {                                                 /* @settle_cas */
+       FENCE;
+       if
+       :: word[s_t] == sw ->
+          word[s_t] = s_term; sok = 1;
+          /* ghost: the list now belongs to this settler */
+          wk = NODE_OF(sw); wc = 0;
+          do
+          :: wk != 0 -> assert(alive[wk]); lnk[wk] = 0; inq[wk] = 1; wk = nx[wk]; wc++; assert(wc <= NN)
+          :: else -> break
+          od;
+          wk = 0; wc = 0;
+#ifdef CHECK_LEN
+          nlinked[s_t] = 0; nlive[s_t] = 0;
+#endif
+          skip
+       :: else -> sw = word[s_t]; sok = 0
+       fi
      };
-     ADD(n); REMOVE(n); DROP(n)
+     if :: sok -> s_res = 1; break :: else -> skip fi
+  od;
+  if
+  :: s_res ->
+     d_step {                                                 /* @settle_reverse @settle_enqueue */
+       lifo = NODE_OF(sw); fifo = 0; slast = lifo;
+       do
+       :: lifo != 0 ->
+          assert(alive[lifo]);
+          snext = nx[lifo];
+#ifndef MUT_LIFO
+          nx[lifo] = fifo;
+#endif
+          op[lifo] = s_term; fifo = lifo; lifo = snext
+       :: else -> break
+       od;
+#ifdef MUT_LIFO
+       slast = fifo; fifo = NODE_OF(sw);                      /* MUTANT lifo: no reversal, newest first */
+#endif
+#ifdef CHECK_ORDER
+       wk = fifo; do :: wk != 0 -> START(wk); wk = nx[wk] :: else -> break od; wk = 0;
+#endif
+       if :: fifo != 0 -> enqueue_started(fifo, slast) :: else -> skip fi;
+       lifo = 0; fifo = 0; slast = 0; snext = 0; sw = 0; sok = 0; s_res = 0
+     }
+  :: else -> sw = 0; sok = 0
+  fi;
+  if
+  :: s_ret == 1 -> s_ret = 0; goto settle_top_back
+  :: s_ret == 2 -> s_ret = 0; goto l1_next
+  :: s_ret == 3 -> s_ret = 0; goto l2_next
+  fi;
+
+/* ---- subroutine: cf_token_register(tok[r_n], r_n) -> r_res (with the
+   Swift passRetained merged into its first step: the node is private) */
+cf_token_register: skip;
+  d_step { refs[r_n]++; used[r_n] = 1; rw = word[tok[r_n]] }  /* @reg_load (+ swift_retain) */
+  do
+  :: (rw & W_CANCELLED) -> r_res = REG_CANCELLED; break
+  :: (rw & W_IMMORTAL) -> r_res = REG_IMMORTAL; break
+  :: !(rw & W_TERMINAL) ->
+     d_step {                                                 /* @reg_next @reg_cas */
+       FENCE;
+       assert(alive[r_n]);
+       nx[r_n] = NODE_OF(rw);
+       if
+       :: word[tok[r_n]] == rw ->
+#ifndef MUT_REG_DROP_CLEANING
+          word[tok[r_n]] = MKW(r_n) | (rw & W_CLEANING);      /* @reg_keep_clean */
+#else
+          word[tok[r_n]] = MKW(r_n);                          /* MUTANT reg-drop-cleaning */
+#endif
+          rok = 1; lnk[r_n] = 1;
+#ifdef CHECK_FIFO
+          tseq[tok[r_n]]++; rseq[r_n] = tseq[tok[r_n]]; listed[r_n] = 1;
+#endif
+#ifdef CHECK_LEN
+          nlinked[tok[r_n]]++; nlive[tok[r_n]]++; LEN_CHK(tok[r_n]);
+#endif
+          skip
+       :: else -> rw = word[tok[r_n]]; rok = 0
+       fi
+     };
+     if :: rok -> r_res = REG_ADDED; break :: else -> skip fi
+  od;
+  rw = 0; rok = 0; r_n = 0;
+  if
+  :: r_ret == 1 -> r_ret = 0; goto reg_top_back
+  :: r_ret == 2 -> r_ret = 0; goto reg_l1_back
+  fi;
+
+/* ---- subroutine: cf_node_remove(tok[m_n], m_n) with try_clean, then the
+   Swift side: remove() (m_user: reads the state when it lost) or
+   _removeByUnless; the winner's node._removed() drops what it holds */
+node_remove: skip;
+  d_step {                                                    /* @remove_cas */
+    FENCE;
+    assert(alive[m_n]);
+    if
+    :: st[m_n] == LIVE ->
+       st[m_n] = REMOVED; m_res = 1; WIN(m_n); rtrue[m_n] = 1;
+#ifdef CHECK_LEN
+       if :: lnk[m_n] -> nlive[tok[m_n]]--; LEN_CHK(tok[m_n]) :: else -> skip fi;
+#endif
+       skip
+    :: else -> m_res = 0
+    fi
+  };
+  if
+  :: m_res ->
+     d_step { dead[tok[m_n]] = dead[tok[m_n]] + 1; mdead = dead[tok[m_n]] }   /* @remove_inc */
+     if
+     :: mdead >= CLEAN_MIN ->
+        d_step { mlen = last_len[tok[m_n]] }                  /* @remove_len */
+        if
+#ifndef MUT_NO_CLEAN
+        :: mdead > mlen / 2 -> goto try_clean
+#else
+        :: mdead > mlen / 2 -> skip                           /* MUTANT no-clean */
+#endif
+        :: else -> skip
+        fi
+     :: else -> skip
+     fi
   :: else -> skip
-  fi
-}
+  fi;
+remove_tail: skip;
+  if
+  :: m_res -> drop_held(m_n)                                  /* node._removed(...) */
+  :: !m_res && m_user ->
+     d_step {                                                 /* @node_state */
+       assert(alive[m_n]);
+       if :: st[m_n] == CLAIMED -> rfalse[m_n] = 1 :: else -> rtrue[m_n] = 1 fi
+     }
+  :: else -> skip
+  fi;
+  d_step { m_n = 0; m_user = 0; m_res = 0; mdead = 0; mlen = 0 };
+  if
+  :: m_ret == 1 -> m_ret = 0; goto op_done
+  :: m_ret == 2 -> m_ret = 0; goto ct_next
+  :: m_ret == 3 -> m_ret = 0; goto l1_next
+  :: m_ret == 4 -> m_ret = 0; goto l2_next
+  fi;
 
-/* ------------------------------------------------------------ threads */
-#define ADD(n)       add_top(n); ORDER_RESET()
-#define REMOVE(n)    sw_remove(n); ORDER_RESET()
-#define DROP(n)      drop_reg(n)
-#define CANCEL(t)    settle_top(t, W_CANCELLED); ORDER_RESET()
-#define IMMORT(t)    settle_top(t, W_IMMORTAL); ORDER_RESET()
-#define DCOUNT(t)    debug_count(t)
-#define SETF(f,g,w)  try_set_future(f, g, w); ORDER_RESET()
-#define TRYSET(f)    try_set(f); ORDER_RESET()
-
-#define THREAD_LOCALS \
-  byte me; \
-  byte sh, stl, rh; bit draining;                 /* the per-thread drain queue */ \
-  byte rw; bit rok;                               /* cf_token_register */ \
-  byte sw, lifo, fifo, slast, snext; bit sok, sres, x1, x2;   /* cf_token_settle */ \
-  byte dn, dev; bit dwon, dcanc;                  /* drain */ \
-  byte mdead, mlen; bit mres;                     /* cf_node_remove */ \
-  byte cw, chead, cprev, ccur, cnext, cunl, ckept, crem, ccw; bit cok;   /* try_clean */ \
-  byte gw, gcur, gn; bit gok;                     /* debug_count */ \
-  byte aw, aw1, rres, rr1; bit won, won1, fwon;   /* Swift _addHandler / _register */ \
-  byte a0, at0, a1, at1, a2, at2, ai0, ai1, ai2;  /* handler actions */ \
-  byte cur, tort, pw, lam, cl, tg;                /* _detectCycle */ \
-  ORDER_LOCALS
-
-proctype T0() {
-  THREAD_LOCALS
-  me = 0;
-  T0_OPS;
-  d_step { ndone++ }
-}
-#if NP > 1
-proctype T1() {
-  THREAD_LOCALS
-  me = 1;
-  T1_OPS;
-  d_step { ndone++ }
-}
+/* ---- try_clean(tok[m_n]), the tail of cf_node_remove */
+try_clean: skip;
+  d_step { cw = word[tok[m_n]] };                             /* @clean_load */
+  if
+  :: (cw & (W_TERMINAL | W_CLEANING)) || NODE_OF(cw) == 0 -> goto clean_done
+  :: else -> skip
+  fi;
+  d_step {                                                    /* @clean_cas */
+    if
+    :: word[tok[m_n]] == cw ->
+       word[tok[m_n]] = cw | W_CLEANING; cok = 1;
+       chead = NODE_OF(cw); assert(alive[chead]); cprev = chead; ccur = nx[chead]; cunl = 0; ckept = 1; crem = 0
+    :: else -> cok = 0
+    fi
+  };
+  if :: !cok -> goto clean_done :: else -> skip fi;
+  do
+  :: ccur == 0 -> break
+  :: else ->
+     d_step {                                                 /* @clean_state @clean_unlink */
+       assert(alive[ccur]);
+       cnext = nx[ccur];
+       if
+       :: st[ccur] == REMOVED ->
+          nx[cprev] = cnext; nx[ccur] = cunl; cunl = ccur; crem++;
+          lnk[ccur] = 0; inq[ccur] = 1;
+#ifdef CHECK_LEN
+          nlinked[tok[m_n]]--;
 #endif
-#if NP > 2
-proctype T2() {
-  THREAD_LOCALS
-  me = 2;
-  T2_OPS;
+          skip
+       :: else -> cprev = ccur; ckept++
+       fi;
+       ccur = cnext; cnext = 0
+     }
+  od;
+  skip;
+  d_step { last_len[tok[m_n]] = ckept }                       /* @clean_len */
+  d_step { dead[tok[m_n]] = dead[tok[m_n]] - crem }           /* @clean_dead */
+  d_step { ccw = word[tok[m_n]] }                             /* @clean_reload */
+#if defined(MUT_CLEAR_STORE)
+  d_step { word[tok[m_n]] = ccw & ~W_CLEANING };              /* MUTANT clear-store: plain store */
+#else
+  do
+  :: d_step {                                                 /* @clean_clear */
+       if :: word[tok[m_n]] == ccw -> word[tok[m_n]] = ccw & ~W_CLEANING; cok = 0 :: else -> ccw = word[tok[m_n]]; cok = 1 fi
+     };
+#if defined(MUT_CLEAR_NORETRY)
+     break                                                    /* MUTANT clear-noretry: no retry */
+#else
+     if :: cok == 0 -> break :: else -> skip fi
+#endif
+  od;
+#endif
+  do
+  :: cunl == 0 -> break
+  :: else ->
+     d_step {                                                 /* @clean_call: CF_EV_UNLINK hands back the list's reference */
+       assert(alive[cunl]);
+       cnext = nx[cunl]; inq[cunl] = 0;
+       release_body(cunl);
+       cunl = cnext; cnext = 0
+     }
+  od;
+clean_done: skip;
+  d_step { cw = 0; chead = 0; cprev = 0; ccur = 0; cnext = 0; cunl = 0; ckept = 0; crem = 0; ccw = 0; cok = 0 };
+  goto remove_tail;
+
+finished: skip;
   d_step { ndone++ }
 }
-#endif
 
 #ifdef STOREBUF
 /* Store buffers drain to memory at any time. */
@@ -1145,7 +1162,7 @@ end: do
 #endif
 
 #ifdef PROGRESS
-/* P7: with weak fairness, every thread (the canceller included) finishes. */
+/* P7: under weak fairness every thread, the canceller included, finishes. */
 ltl terminates { <> (ndone == NP) }
 #endif
 
@@ -1157,33 +1174,33 @@ init {
     :: i <= NN -> alive[i] = 1; refs[i] = 1; i++
     :: else -> break
     od;
-    i = 0;
     CFG_INIT;
     i = 1;
     do   /* an unless link holds a second reference on its target */
     :: i <= NN -> if :: hold[i] != 0 -> holding[i] = 1; refs[hold[i]]++ :: else -> skip fi; i++
     :: else -> break
     od;
+#ifdef CHURN
+    i = 1;
+    do :: i <= NN -> alive[i] = 0; refs[i] = 0; i++ :: else -> break od;
+#endif
     i = 0
   };
-#ifdef CHURN
-  d_step { i = 1; do :: i <= NN -> alive[i] = 0; refs[i] = 0; i++ :: else -> break od; i = 0 };
-#endif
   atomic {
-    run T0();
+    run Thread(0);
 #if NP > 1
-    run T1();
+    run Thread(1);
 #endif
 #if NP > 2
-    run T2();
+    run Thread(2);
 #endif
     skip
   };
   (ndone == NP);
   d_step {
-    /* P1, P2, P3: every node whose registration was attempted got exactly
-       one fate, is freed (no leak), ran iff claimed by a cancel, and remove()
-       answered consistently. */
+    /* P1, P2, P3 at the end: every node whose registration was attempted got
+       exactly one fate and is freed (no leak, no lost handler); it ran iff a
+       cancel claimed it; remove() answered consistently with that. */
     i = 1;
     do
     :: i <= NN ->
