@@ -54,8 +54,12 @@ int cf_token_register(cf_token *t, cf_node *n) {
         // is only ever stored as `next`, never dereferenced, so the push is
         // ABA-free (a recycled head is still the correct `next`).
         n->next = NODE_OF(w);
-        // Release (and acquire on failure): publishes n's fields to whoever
-        // later acquires the word (settle, cleaner); preserves CF_W_CLEANING.
+        // Full, because both halves are needed and libatomic_ops has no
+        // acquire-release CAS: release on success publishes n's fields to
+        // whoever later acquires the word (settle, cleaner); acquire on
+        // failure, because a terminal word seen here makes the caller run the
+        // handler inline, which must see what was written before the settle
+        // (a future's result). Preserves CF_W_CLEANING.
         AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), w,
                                                    (AO_t)n | (w & CF_W_CLEANING));
         if (seen == w) return CF_REG_ADDED;

@@ -46,7 +46,8 @@ extension Future {
     ///   up through its token).
     /// - If `until` is cancelled first, the token is cancelled and this fails
     ///   with `CancellationError` at once; if it already is, `operation` is
-    ///   not run. A zero timeout fails with `TimeoutError` without running it.
+    ///   not run. A zero timeout fails with `TimeoutError` without running it
+    ///   (checked first, as the original does).
     /// - If the operation fails, its token is cancelled (nothing stays
     ///   registered on `until`) and the failure is forwarded.
     /// - A timeout of 100 years or more never fires. If the operation's
@@ -55,8 +56,9 @@ extension Future {
     public static func withTimeout(_ timeout: Duration, until: CancelToken,
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.check(timeout, "timeout", of: "Future.withTimeout(_:until:_:)")
-        if until.isCancelled { return .cancelled }
+        // A zero timeout first, as the original checks it before anything else.
         if timeout == .zero { return .timedOut }
+        if until.isCancelled { return .cancelled }
         let source = FutureSource<Value>()
         let out = source.future
         let lifetime = CancelTokenSource()
@@ -111,8 +113,8 @@ extension Future {
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.check(timeout, "timeout", of: "Future.withTimeout(_:unless:_:)")
-        if unless.isCancelled { return .cancelled }
         if timeout == .zero { return .timedOut }
+        if unless.isCancelled { return .cancelled }
         let source = FutureSource<Value>()
         let out = source.future
         let attempt = CancelTokenSource()

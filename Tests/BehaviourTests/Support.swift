@@ -1,6 +1,7 @@
-// Shared by the behaviour suites of both implementations (the lock-free
-// CollapsingFutures and DispatchLockedFutures): the same test sources are
-// compiled into two test targets, one per module, selected by LOCKED.
+// Shared by the behaviour suites of the three implementations (the lock-free
+// CollapsingFutures, DispatchLockedFutures and MutexLockedFutures): the same
+// test sources are compiled into three test targets, one per module,
+// selected by LOCKED / MUTEX_LOCKED.
 #if LOCKED
 import DispatchLockedFutures
 #elseif MUTEX_LOCKED

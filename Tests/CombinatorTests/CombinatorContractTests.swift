@@ -267,6 +267,9 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
         let calls = Count()
         #expect(Future<Int>.withTimeout(.zero) { _ in calls.increment(); return .succeeded(1) }.hasFailedWithTimeout)
         #expect(Future<Int>.withTimeout(.zero, until: CancelTokenSource().token) { _ in calls.increment(); return .succeeded(1) }.hasFailedWithTimeout)
+        // Zero is checked first, as in the original: even with a cancelled token.
+        #expect(Future<Int>.withTimeout(.zero, until: .cancelled) { _ in calls.increment(); return .succeeded(1) }.hasFailedWithTimeout)
+        #expect(Future<Int>.withTimeout(.zero, unless: .cancelled) { _ in calls.increment(); return .succeeded(1) }.hasFailedWithTimeout)
         #expect(calls.value == 0)
     }
 
