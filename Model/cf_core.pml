@@ -131,7 +131,6 @@
 #define NT 1
 #define CLEAN_MIN 1
 #define CHECK_FIFO
-#define CHECK_LEN
 #define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
 #define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,1,0) P(0,3,O_DROP,1,0) P(0,4,O_DROP,2,0) \
                   P(1,0,O_ADD,3,0) P(1,1,O_REMOVE,3,0) P(1,2,O_DROP,3,0) \
@@ -145,7 +144,6 @@
 #define NT 1
 #define CLEAN_MIN 1
 #define CHECK_FIFO
-#define CHECK_LEN
 #define CFG_INIT  tok[1] = 0; tok[2] = 0
 #define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,2,0) P(0,3,O_DROP,1,0) P(0,4,O_DROP,2,0) \
                   P(1,0,O_CANCEL,0,0) \
@@ -168,7 +166,6 @@
 #define NT 3
 #define CLEAN_MIN 1
 #define CHECK_FIFO
-#define CHECK_LEN
 #define CHECK_ORDER
 #define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 1; tok[4] = 0; tok[5] = 1; tok[6] = 2; tok[7] = 0; \
                   ra1[1] = ACT(A_CANCEL, 1); ra2[1] = ACT(A_ADD, 4); \
@@ -190,27 +187,40 @@
                   assert(word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)
 #endif
 
-#elif defined(CFG_CHURN)
-/* Register/remove churn forever on recycled node slots (so a freed head
-   comes back: the ABA case of the push), with amortized cleanup. Thread 0
-   cycles nodes 1 and 2, thread 1 node 3. List-length bound. */
-#ifndef NP
+#elif defined(CFG_CHURN) || defined(CFG_CHURN_SEQ)
+/* Register/remove churn forever on recycled node slots, so a freed head
+   comes back (the ABA case of the push), with amortized cleanup and a
+   cancel at any point.
+   CHURN: threads 0 and 1 churn (nodes 1-2 and 3; with -DNN=4, 1-2 and 3-4),
+   thread 2 cancels: safety and ABA. With -DLEN_SLACK=k it also asserts the
+   list bound below, which two churning threads break (Model/README.md).
+   CHURN_SEQ: one thread churns over nodes 1-4, another cancels; P6 holds:
+   removed-but-linked <= max(CLEAN_MIN - 1, last_len / 2) + 1. */
+#define NT 1
+#define CHURN
+#define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
+#define CHURN_OPS(t, k, n) P(t,k,O_ALLOC,n,0) P(t,k+1,O_ADD,n,0) P(t,k+2,O_REMOVE,n,0) P(t,k+3,O_DROP,n,0)
+#if defined(CFG_CHURN_SEQ)
 #define NP 2
+#define NN 4
+#ifndef CLEAN_MIN
+#define CLEAN_MIN 2
+#endif
+#ifndef LEN_SLACK
+#define LEN_SLACK 1
+#endif
+#define PROGRAM   CHURN_OPS(0,0,1) CHURN_OPS(0,4,2) CHURN_OPS(0,8,3) CHURN_OPS(0,12,4) P(0,16,O_LOOP,0,0) \
+                  P(1,0,O_CANCEL,0,0)
+#else
+#ifndef NP
+#define NP 3
 #endif
 #ifndef NN
 #define NN 3
 #endif
-#define NT 1
 #ifndef CLEAN_MIN
 #define CLEAN_MIN 1
 #endif
-#define CHECK_LEN
-#ifndef LEN_SLACK
-#define LEN_SLACK 2
-#endif
-#define CHURN
-#define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
-#define CHURN_OPS(t, k, n) P(t,k,O_ALLOC,n,0) P(t,k+1,O_ADD,n,0) P(t,k+2,O_REMOVE,n,0) P(t,k+3,O_DROP,n,0)
 #if NN == 3
 #define PROGRAM   CHURN_OPS(0,0,1) CHURN_OPS(0,4,2) P(0,8,O_LOOP,0,0) \
                   CHURN_OPS(1,0,3) P(1,4,O_LOOP,0,0) \
@@ -219,6 +229,10 @@
 #define PROGRAM   CHURN_OPS(0,0,1) CHURN_OPS(0,4,2) P(0,8,O_LOOP,0,0) \
                   CHURN_OPS(1,0,3) CHURN_OPS(1,4,4) P(1,8,O_LOOP,0,0) \
                   P(2,0,O_CANCEL,0,0)
+#endif
+#endif
+#ifdef LEN_SLACK
+#define CHECK_LEN
 #endif
 #define CFG_END   skip
 
@@ -307,9 +321,6 @@
 #endif
 #ifndef CLEAN_MIN
 #define CLEAN_MIN 1
-#endif
-#ifndef LEN_SLACK
-#define LEN_SLACK NN
 #endif
 #if defined(MUT_FLAT_ACQ)
 #define STOREBUF
@@ -419,7 +430,9 @@ inline dispose(n) {
 #define WIN(n) wins[n]++; assert(wins[n] == 1)                /* P1: one fate */
 
 #ifdef CHECK_LEN
-#define LEN_CHK(t) assert(nlinked[t] <= nlive[t] + LEN_SLACK) /* P6 */
+/* P6: removed nodes still linked <= what the cleanup trigger tolerates
+   (max(CLEAN_MIN - 1, last_len / 2)) + LEN_SLACK */
+#define LEN_CHK(t) assert(nlinked[t] - nlive[t] <= (CLEAN_MIN - 1 > last_len[t] / 2 -> CLEAN_MIN - 1 : last_len[t] / 2) + LEN_SLACK)
 #else
 #define LEN_CHK(t) skip
 #endif
@@ -777,7 +790,7 @@ next_op: skip;
      :: else -> pc = pc + 3
      fi;
      goto op_done
-  :: opk == O_LOOP -> pc = 255; goto op_done
+  :: opk == O_LOOP -> d_step { ORDER_RESET; pc = 0; opk = 0; opa = 0; opb = 0 }; goto next_op
   fi;
 
 op_done: skip;

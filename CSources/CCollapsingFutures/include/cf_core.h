@@ -37,6 +37,31 @@
 // token cancelled runs inline, unless the running callback has already
 // started something still waiting (cf_drain_must_queue): then it queues
 // behind that, so it cannot overtake handlers registered before it.
+//
+// The functions at a glance (in the style of libatomic_ops' header: who may
+// call each concurrently, and the ordering of its atomics):
+//
+//   function                  callers                          atomics (ordering)
+//   cf_token_init             one thread, before sharing       plain stores
+//   cf_token_load             any thread, any time             load (acquire)
+//   cf_token_register         any threads, with everything     load (acquire); CAS (full)
+//   cf_token_settle           any threads; one wins            load (acquire); CAS (full)
+//   cf_node_remove            any thread, with everything      CAS (full); add (relaxed);
+//                                                              may clean: CAS (acquire),
+//                                                              node loads (acquire),
+//                                                              CAS (release) to clear CLEANING
+//   cf_node_claim             any thread; races remove only    CAS (full)
+//   cf_node_state             any thread                       load (acquire)
+//   cf_drain_must_queue       the calling thread only          none (thread-local)
+//   cf_node_enqueue           the calling thread only          none (thread-local queue)
+//   cf_future_claim           any threads; one wins            CAS (full: FLATTENING
+//                                                              publication vs store buffering)
+//   cf_future_claim_load      any thread                       load (acquire)
+//   cf_token_debug_count(_live) any thread (tests, benchmark)  as a cleaner
+//   cf_is_main_thread         any thread (cf_platform.c)       none (thread-local cache)
+//
+// Callbacks run from the drain (drain() in cf_core.c), after the node's CAS
+// out of LIVE (full), on the thread that settled the token or queued the node.
 #ifndef CF_CORE_H
 #define CF_CORE_H
 
