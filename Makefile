@@ -69,3 +69,12 @@ stress: deps
 .PHONY: docs
 docs: deps
 	$(SWIFT) package generate-documentation --target CollapsingFutures --warnings-as-errors
+
+# ---- model checking (issue: the lock-free core, model-checked) ---------------
+# Exhaustive spin runs of Model/cf_core.pml (installs spin when missing);
+# model-mutants requires every planted bug to be caught.
+.PHONY: model model-mutants
+model:
+	bash Model/run.sh
+model-mutants:
+	bash Model/run.sh mutants

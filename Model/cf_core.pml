@@ -1,9 +1,9 @@
 /*
  * cf_core.pml -- exhaustive model of CSources/CCollapsingFutures/cf_core.c
  *
- * One model; a configuration is selected with -DCFG_<NAME> (see the end of
- * this comment and the CONFIGURATIONS section below); a mutant with
- * -DMUT_<NAME>. Run everything with `bash Model/run.sh` (`make model`) and
+ * One model; a configuration is selected with -DCFG_<NAME> (listed at the
+ * end of this comment, defined in the CONFIGURATIONS section below); a
+ * mutant with -DMUT_<NAME>. Run everything with `bash Model/run.sh` (`make model`) and
  * the mutation check with `bash Model/run.sh mutants` (`make model-mutants`).
  *
  * Granularity. Every atomic operation of cf_core.c on a shared word (CAS,
@@ -77,7 +77,19 @@
  * the `flusher` process, and drained before every full-barrier operation).
  *
  * Configurations (-DCFG_*): RACE, IMMORTAL, NESTED1, NESTED2, CHURN,
- * PROGRESS, CYCLEP2, CYCLEP3, CYCLE2, CYCLE3, FSET. See Model/README.md.
+ * CHURN_SEQ, PROGRESS, CYCLEP2, CYCLEP3, CYCLE2, CYCLE3, FSET; -DLIVENESS adds
+ * the termination LTL property to any of them. Mutants (-DMUT_*): CLAIM_LS,
+ * FCLAIM_LS, CLEAR_STORE, CLEAR_NORETRY, SETTLE_NOWAIT, REG_DROP_CLEANING,
+ * FLAT_ACQ, FREE_FIRST, LIFO, SPLICE_AFTER, NO_CLEAN (each marked MUTANT at
+ * the line it replaces). Properties P1-P10: see Model/README.md.
+ *
+ * Structure. Promela has no calls and inlines are macros, so the functions
+ * that are reached from several places (cf_token_settle, cf_token_register,
+ * cf_node_remove + try_clean, the Swift _register and inline handler run) are
+ * subroutines of the one Thread proctype, entered with goto and left through
+ * a return dispatch on a per-subroutine return variable (none of them
+ * re-enters itself). Each thread runs a program of Swift-level operations
+ * (O_ADD, O_REMOVE, ...) from its configuration.
  */
 
 /* ---------------------------------------------------------------- constants */
@@ -159,29 +171,33 @@
      2 on 0: its registration is also held by its unless link, node 3
      3 on 1: the unless link: run = remove node 2, then register node 5 on
              token 1 (cancelled, nothing started yet: runs inline)
-     4 on 0: run = cancel token 2
-     5 on 1, 6 on 2: no action
-   Expected (synchronous recursion): 1, 3, 5, 4, 6 run; 2 is removed by 3. */
+     4 on 0: run = cancel token 2 (already cancelled by then)
+     5 on 1: run = cancel token 2 (from an inline handler: queued)
+     6 on 2: no action
+   Expected (synchronous recursion): 1, 3, 5, 6, 4 run; 2 is removed by 3. */
 #define NN 7
 #define NT 3
 #define CLEAN_MIN 1
 #define CHECK_FIFO
 #define CHECK_ORDER
-#define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 1; tok[4] = 0; tok[5] = 1; tok[6] = 2; tok[7] = 0; \
+#define CFG_INIT0 tok[1] = 0; tok[2] = 0; tok[3] = 1; tok[4] = 0; tok[5] = 1; tok[6] = 2; tok[7] = 0; \
                   ra1[1] = ACT(A_CANCEL, 1); ra2[1] = ACT(A_ADD, 4); \
                   ra1[3] = ACT(A_REMOVE, 2); ra2[3] = ACT(A_ADD, 5); hold[3] = 2; \
-                  ra1[4] = ACT(A_CANCEL, 2)
+                  ra1[4] = ACT(A_CANCEL, 2); ra1[5] = ACT(A_CANCEL, 2)
 #define PROG0     P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_ADD,3,0) P(0,3,O_ADD,6,0) P(0,4,O_CANCEL,0,0) \
                   P(0,5,O_DROP,1,0) P(0,6,O_DROP,2,0) P(0,7,O_DROP,3,0) P(0,8,O_DROP,6,0)
 #if defined(CFG_NESTED1)
 #define NP 1
+#define CFG_INIT  CFG_INIT0
 #define PROGRAM   PROG0
 #define CFG_END   assert(ran[1] && ran[3] && ran[4] && ran[5] && ran[6] && st[2] == REMOVED && !ran[2]); \
                   assert(word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)
 #else
-/* A second thread registers and removes node 7 on token 0 and cancels
-   token 2 while thread 0 drains. */
+/* A second thread registers and removes node 7 on token 0 (run = remove
+   node 6, whose registration it holds) and cancels token 2 while thread 0
+   drains. */
 #define NP 2
+#define CFG_INIT  CFG_INIT0; ra1[7] = ACT(A_REMOVE, 6); hold[7] = 6
 #define PROGRAM   PROG0 P(1,0,O_ADD,7,0) P(1,1,O_REMOVE,7,0) P(1,2,O_DROP,7,0) P(1,3,O_CANCEL,2,0)
 #define CFG_END   assert(ran[1] && ran[3] && ran[4] && ran[5] && st[2] == REMOVED && !ran[2]); \
                   assert(word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)
@@ -1174,8 +1190,9 @@ end: do
 }
 #endif
 
-#ifdef PROGRESS
-/* P7: under weak fairness every thread, the canceller included, finishes. */
+#if defined(PROGRESS) || defined(LIVENESS)
+/* P7: under weak fairness every thread, the canceller included, finishes
+   (-DLIVENESS adds this to any configuration). */
 ltl terminates { <> (ndone == NP) }
 #endif
 
