@@ -121,11 +121,16 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     @discardableResult
     func _whenCancelledInline(unless: CancelToken, removeOnUnlessImmortal: Bool = false,
                               _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
-        if isCancelled {
+        // One read of the word: with two (cancelled? then still cancellable?)
+        // a cancel landing in between made both false and dropped `action`
+        // (found by the fuzz harness: an unless-style withTimeout that never
+        // learned of its cancelled `unless`).
+        let w = _word
+        if w & _wCancelled != 0 {
             action()
             return CancelRegistration(neverRuns: false)
         }
-        guard canStillBeCancelled else { return CancelRegistration(neverRuns: true) }
+        if w & _wImmortal != 0 { return CancelRegistration(neverRuns: true) }
         return _add(_HandlerNode(action), unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
     }
 

@@ -228,6 +228,25 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
         #expect(f.hasFailedWithCancel)
     }
 
+    /// A cancel landing between the library's "cancelled?" and "still
+    /// cancellable?" reads once dropped its internal handler, so the timeout
+    /// never learned of its `unless` and ended immortal (found by the fuzzer).
+    @Test func unlessCancelledWhileTheTimeoutIsBeingSetUpIsNeverMissed() {
+        var missed = 0
+        for _ in 0..<5_000 {
+            let u = CancelTokenSource()
+            let op = Droppable<Int>()
+            let start = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread { start.wait(); u.cancel(); done.signal() }
+            start.signal()
+            let f = Future<Int>.withTimeout(.seconds(Int64.max), unless: u.token) { _ in op.future }
+            done.wait()
+            op.drop()
+            if !f.hasFailedWithCancel { missed += 1 }
+        }
+        #expect(missed == 0)
+    }
+
     @Test func untilStyleWithAnAlreadyCancelledUntilFailsAtOnceWithoutRunning() {
         let calls = Count()
         let f = Future<Int>.withTimeout(.seconds(30), until: .cancelled) { _ in calls.increment(); return .succeeded(1) }
