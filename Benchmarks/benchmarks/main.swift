@@ -300,6 +300,13 @@ scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrenc
 
 // MARK: memory of a 1,000,000-deep flatten chain
 
+/// Resident memory now (/proc/self/statm: size resident shared ..., in pages).
+@Sendable func residentBytes() -> Int {
+    let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+    let fields = statm.split(separator: " ")
+    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+}
+
 /// Builds the chain tail-recursive retry code makes (each continuation returns
 /// the next, still pending, future), drives it, and reports how much resident
 /// memory had grown when the innermost level was reached (every level that is
@@ -307,12 +314,6 @@ scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrenc
 /// would hide the growth under whatever an earlier scenario used, so this runs
 /// before the scenarios.
 func flattenChainMemory(depth: Int) -> (bytesPerLevel: Double, grownMB: Double) {
-    @Sendable func residentBytes() -> Int {
-        // /proc/self/statm: size resident shared ... (in pages)
-        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
-        let fields = statm.split(separator: " ")
-        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
-    }
     final class Steps: @unchecked Sendable { var pending: [FutureSource<Void>] = []; var deepest = 0 }
     let steps = Steps()  // holds at most the one pending level
     let before = residentBytes()
@@ -336,11 +337,6 @@ func flattenChainMemory(depth: Int) -> (bytesPerLevel: Double, grownMB: Double) 
 /// previous one), measured when the outermost level is set, before the
 /// innermost completes.
 func outwardChainMemory(depth: Int) -> (bytesPerLevel: Double, grownMB: Double) {
-    func residentBytes() -> Int {
-        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
-        let fields = statm.split(separator: " ")
-        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
-    }
     let before = residentBytes()
     var grown = 0
     do {
