@@ -20,10 +20,19 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// Must stay the first stored property: the completion token's state
     /// word and the claim word (who may set the result).
     @usableFromInline var _c: cf_future
-    /// Written once, by the claim winner, before the token is cancelled
-    /// (release); read only after seeing it cancelled (acquire).
-    @exclusivity(unchecked) @usableFromInline
-    var _result: Result<Value, any Error>?
+    /// The outcome, written once by the claim winner before the token is
+    /// cancelled (release) and read only after seeing it cancelled
+    /// (acquire): a success value in `_words` (inline when it fits in two
+    /// words, as an Int, a String, an Array or a class reference do;
+    /// otherwise a retained `_ValueBox`), a failure in `_error`. A completed
+    /// future holds a value exactly when `_error` is nil.
+    /// Not a `Result<Value, any Error>?` field: a generic class's deinit is
+    /// never specialized, and destroying that field there looks up the
+    /// metadata of two derived generic types on every future (a third of a
+    /// `then`+set; DESIGN.md). `deinit` below needs only `Value`'s own
+    /// metadata, and nothing at all for a trivial `Value`.
+    @exclusivity(unchecked) @usableFromInline var _words: (UInt, UInt) = (0, 0)
+    @exclusivity(unchecked) @usableFromInline var _error: (any Error)?
     /// Written once, by the claim winner, before FLATTENING is published.
     @usableFromInline weak var _target: Future<Value>?
     #if DEBUG
@@ -40,8 +49,74 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     @inlinable init(_result r: Result<Value, any Error>) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
-        _result = r
+        _store(r)
         cf_token_init(_tptr, _wCancelled)
+    }
+
+    deinit {
+        // The last reference is gone, so every write to the fields is visible.
+        guard _hasValue else { return }
+        if Self._inline {
+            if !_isPOD(Value.self) { _valuePointer.deinitialize(count: 1) }
+        } else {
+            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: _words.0)!).release()
+        }
+    }
+
+    // MARK: result storage
+
+    /// Whether a success value is stored (only once the future completed).
+    @inlinable var _hasValue: Bool { _error == nil && _word & _wCancelled != 0 }
+
+    /// Whether a `Value` is stored in `_words` itself.
+    @inlinable static var _inline: Bool {
+        MemoryLayout<Value>.size <= MemoryLayout<(UInt, UInt)>.size
+            && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
+    }
+
+    /// `_words` as a `Value` (inline storage only).
+    @inlinable var _valuePointer: UnsafeMutablePointer<Value> {
+        withUnsafeMutablePointer(to: &_words) { UnsafeMutableRawPointer($0).assumingMemoryBound(to: Value.self) }
+    }
+
+    /// The stored value. Only after seeing the future succeeded.
+    @inlinable var _value: Value {
+        if Self._inline { return _valuePointer.pointee }
+        return Unmanaged<_ValueBox<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: _words.0)!).takeUnretainedValue().value
+    }
+
+    /// Stores the outcome (once, by the claim holder, before the settle).
+    @inlinable func _store(_ r: Result<Value, any Error>) {
+        switch r {
+        case .success(let v):
+            if Self._inline {
+                _ = withUnsafeMutablePointer(to: &_words) { UnsafeMutableRawPointer($0).initializeMemory(as: Value.self, to: v) }
+            } else {
+                _words.0 = UInt(bitPattern: Unmanaged.passRetained(_ValueBox(v)).toOpaque())
+            }
+        case .failure(let e):
+            _error = e
+        }
+    }
+
+    /// Copies `other`'s outcome (it has completed) without building a
+    /// `Result`: called from `_FlattenNode`, whose methods are not specialized.
+    @usableFromInline func _store(copying other: Future) {
+        if let e = other._error {
+            _error = e
+            return
+        }
+        if Self._inline {
+            _valuePointer.initialize(from: other._valuePointer, count: 1)
+        } else {
+            _words.0 = UInt(bitPattern: Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: other._words.0)!).retain().toOpaque())
+        }
+    }
+
+    /// The outcome. Only after seeing the future completed.
+    @inlinable var _result: Result<Value, any Error>? {
+        if let e = _error { return .failure(e) }
+        return .success(_value)
     }
 
     @inlinable init(_immortal: ()) {
@@ -76,8 +151,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @inlinable public var state: FutureState {
         let w = _word
         if w & _wCancelled != 0 {
-            if case .success = _result! { return .succeeded }
-            return .failed
+            return _error == nil ? .succeeded : .failed
         }
         if w & _wImmortal != 0 { return .immortal }
         return cf_future_claim_load(_fptr) == UInt(CF_F_FLATTENING) ? .flattening : .pending
@@ -162,7 +236,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     /// Only the claim holder (or the flattening forwarder) calls this.
     @inlinable func _complete(_ r: Result<Value, any Error>) {
-        _result = r
+        _store(r)
+        cf_token_settle(_tptr, _wCancelled)
+    }
+
+    /// `_complete` with a completed future's outcome (the flatten forwarder).
+    @usableFromInline func _complete(copying other: Future) {
+        _store(copying: other)
         cf_token_settle(_tptr, _wCancelled)
     }
 
@@ -174,7 +254,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     func _trySetFuture(_ other: Future) -> Bool {
         if other === self { return _tryImmortalize() }
         let w = other._word
-        if w & _wCancelled != 0 { return _trySet(other._result!) }
+        if w & _wCancelled != 0 {
+            guard _claim() else { return false }
+            _complete(copying: other)
+            return true
+        }
         if w & _wImmortal != 0 { return _tryImmortalize() }
         guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
         _target = other
@@ -227,7 +311,7 @@ final class _FlattenNode<Value: Sendable>: _Node, @unchecked Sendable {
     @usableFromInline override func _run() {
         let o = output, t = target
         output = nil; target = nil
-        o?._complete(t!._result!)
+        o?._complete(copying: t!)
     }
 
     @usableFromInline override func _discard() {

@@ -1,0 +1,111 @@
+// Results of every size and kind survive set, then, flattening and the
+// already-completed paths, and are destroyed exactly once (the lock-free
+// Future stores a value inline in two words, boxes larger or over-aligned
+// ones, and keeps failures apart: each of those paths is exercised here,
+// against all three implementations).
+#if LOCKED
+import DispatchLockedFutures
+#elseif MUTEX_LOCKED
+import MutexLockedFutures
+#else
+import CollapsingFutures
+#endif
+import Testing
+
+/// 64 bytes: boxed.
+struct Wide: Sendable, Equatable { var a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8 }
+/// 16-byte aligned: boxed whatever its size.
+struct OverAligned: Sendable, Equatable { var v: SIMD4<Float> = [1, 2, 3, 4] }
+/// A reference alone: inline, not trivially destroyed.
+struct SmallCarrier: Sendable { let t: Tracked }
+/// A reference and two more words: boxed, not trivially destroyed.
+struct WideCarrier: Sendable { let t: Tracked; var pad = (1, 2) }
+struct TrackedError: Error { let t: Tracked }
+
+@Suite struct ResultStorage {
+    /// Every way a value reaches a future, read back every way.
+    func roundTrips<V: Sendable & Equatable>(_ v: V) {
+        #expect(Future.succeeded(v).result.map { try? $0.get() } == v)
+        let s = FutureSource<V>()
+        let mapped = s.future.then { $0 }
+        let flatPending = FutureSource<V>()
+        flatPending.trySetResult(s.future)
+        s.trySetResult(v)
+        #expect(s.future.forceGetResult() == v)
+        #expect(mapped.forceGetResult() == v)
+        #expect(flatPending.future.forceGetResult() == v)
+        let flatDone = FutureSource<V>()
+        flatDone.trySetResult(s.future)
+        #expect(flatDone.future.forceGetResult() == v)
+        #expect(s.future.state == .succeeded && flatDone.future.state == .succeeded)
+    }
+
+    @Test func valuesOfEverySizeAndAlignmentRoundTrip() {
+        roundTrips(42)
+        roundTrips(UInt8(7))
+        roundTrips(Int?.some(9))
+        roundTrips(Int?.none)
+        roundTrips("a string too long to be stored in the string's own sixteen bytes")
+        roundTrips("short")
+        roundTrips([1, 2, 3])
+        roundTrips(Wide())
+        roundTrips(OverAligned())
+        let s = FutureSource<Void>()
+        s.trySetResult(())
+        #expect(s.future.hasResult)
+    }
+
+    /// The payload is alive while any future holds it and destroyed once when
+    /// the last one goes, through every path that copies it.
+    func destroyedOnce<P: Sendable>(_ make: (Tracked) -> P) {
+        let deinits = Counter()
+        do {
+            let s = FutureSource<P>()
+            let mapped = s.future.then { $0 }
+            let flatPending = FutureSource<P>()
+            flatPending.trySetResult(s.future)
+            s.trySetResult(make(Tracked(deinits)))
+            let flatDone = FutureSource<P>()
+            flatDone.trySetResult(mapped)
+            #expect(flatPending.future.hasResult && flatDone.future.hasResult)
+            #expect(deinits.value == 0)
+        }
+        #expect(deinits.value == 1)
+    }
+
+    @Test func inlineAndBoxedValuesAreDestroyedExactlyOnce() {
+        destroyedOnce { SmallCarrier(t: $0) }
+        destroyedOnce { WideCarrier(t: $0) }
+        destroyedOnce { $0 }
+        destroyedOnce { [$0, $0] }
+    }
+
+    @Test func failuresAreKeptAndDestroyedExactlyOnce() {
+        let deinits = Counter()
+        do {
+            let s = FutureSource<Wide>()
+            let mapped = s.future.then { $0 }
+            let flat = FutureSource<Wide>()
+            flat.trySetResult(s.future)
+            s.trySetFailure(TrackedError(t: Tracked(deinits)))
+            #expect(s.future.hasFailed && mapped.hasFailed && flat.future.hasFailed)
+            #expect(flat.future.forceGetFailure() is TrackedError)
+            #expect(deinits.value == 0)
+        }
+        #expect(deinits.value == 1)
+    }
+
+    @Test func pendingAndImmortalFuturesHoldNothing() {
+        let deinits = Counter()
+        do {
+            let pending = FutureSource<WideCarrier>()
+            var immortal: Future<WideCarrier>? = FutureSource<WideCarrier>().future
+            #expect(immortal?.state == .immortal && pending.future.state == .pending)
+            immortal = nil
+            let s = FutureSource<WideCarrier>()
+            s.trySetResult(WideCarrier(t: Tracked(deinits)))
+            #expect(pending.trySetResult(s.future) && pending.future.hasResult)
+        }
+        #expect(deinits.value == 1)
+    }
+}
