@@ -40,13 +40,14 @@ let package = Package(
         // Sources/MutexLockedFutures -> Sources/DispatchLockedFutures;
         // Benchmarks/BenchBodiesDL and -MX -> Benchmarks/BenchBodiesLF;
         // Tests/LockedBehaviourTests and -MutexBehaviourTests -> Tests/BehaviourTests.
-        .target(name: "DispatchLockedFutures", dependencies: ["CCollapsingFutures"], path: "Sources/DispatchLockedFutures"),
-        .target(
-            name: "MutexLockedFutures",
-            dependencies: ["CCollapsingFutures"],
-            path: "Sources/MutexLockedFutures",
-            swiftSettings: [.define("MUTEX_LOCK")]
-        ),
+        // Two compilation flags, one meaning each, wherever a shared source
+        // is compiled for a baseline: DISPATCH_LOCK (the DispatchQueue-lock
+        // version) and MUTEX_LOCK (the Mutex version); neither set means the
+        // lock-free library. The baselines do not link the lock-free core.
+        .target(name: "DispatchLockedFutures", path: "Sources/DispatchLockedFutures",
+                swiftSettings: [.define("DISPATCH_LOCK")]),
+        .target(name: "MutexLockedFutures", path: "Sources/MutexLockedFutures",
+                swiftSettings: [.define("MUTEX_LOCK")]),
         // Examples: `swift run Examples <name>`; their output is checked by ExamplesTests.
         .target(name: "ExampleKit", dependencies: ["CollapsingFutures"], path: "Sources/ExampleKit"),
         .executableTarget(name: "Examples", dependencies: ["ExampleKit"], path: "Sources/Examples"),
@@ -71,9 +72,9 @@ let package = Package(
         .target(name: "BenchKit", path: "Benchmarks/BenchKit"),
         .target(name: "BenchBodiesLF", dependencies: ["BenchKit", "CollapsingFutures"], path: "Benchmarks/BenchBodiesLF"),
         .target(name: "BenchBodiesDL", dependencies: ["BenchKit", "DispatchLockedFutures"], path: "Benchmarks/BenchBodiesDL",
-                swiftSettings: [.define("IMPL_DL")]),
+                swiftSettings: [.define("DISPATCH_LOCK")]),
         .target(name: "BenchBodiesMX", dependencies: ["BenchKit", "MutexLockedFutures"], path: "Benchmarks/BenchBodiesMX",
-                swiftSettings: [.define("IMPL_MX")]),
+                swiftSettings: [.define("MUTEX_LOCK")]),
         .target(name: "BenchBodiesOC", dependencies: ["BenchKit", .product(name: "OpenCombine", package: "OpenCombine")],
                 path: "Benchmarks/BenchBodiesOC"),
         .target(name: "CBenchSupport", dependencies: ["CCollapsingFutures"], path: "Benchmarks/CBenchSupport"),
@@ -88,13 +89,13 @@ let package = Package(
             name: "LockedBehaviourTests",
             dependencies: ["DispatchLockedFutures"],
             path: "Tests/LockedBehaviourTests",
-            swiftSettings: [.define("LOCKED")]
+            swiftSettings: [.define("DISPATCH_LOCK")]
         ),
         .testTarget(
             name: "MutexBehaviourTests",
             dependencies: ["MutexLockedFutures"],
             path: "Tests/MutexBehaviourTests",
-            swiftSettings: [.define("MUTEX_LOCKED")]
+            swiftSettings: [.define("MUTEX_LOCK")]
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Swift concurrency and lifetimes (lock-free module only).

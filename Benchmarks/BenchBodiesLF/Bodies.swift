@@ -1,8 +1,8 @@
 // One source, compiled once per implementation (BenchBodiesLF, -DL, -MX):
 // the same scenario code runs against each module, like with like.
-#if IMPL_DL
+#if DISPATCH_LOCK
 @_spi(Testing) import DispatchLockedFutures
-#elseif IMPL_MX
+#elseif MUTEX_LOCK
 @_spi(Testing) import MutexLockedFutures
 #else
 @_spi(Testing) import CollapsingFutures

@@ -1,10 +1,11 @@
 // The lock of the baseline: a faithful port of the original's @synchronized,
-// as a serial DispatchQueue per object (`sync`). Compiled a second time with
-// MUTEX_LOCK as MutexLockedFutures, the same design with Synchronization.Mutex.
+// as a serial DispatchQueue per object (`sync`), compiled with DISPATCH_LOCK
+// as DispatchLockedFutures; compiled a second time with MUTEX_LOCK as
+// MutexLockedFutures, the same design with Synchronization.Mutex. Neither
+// links the lock-free core it is measured against.
 import Dispatch
 import Foundation
 import Synchronization
-import CCollapsingFutures
 
 #if MUTEX_LOCK
 final class _Lock: Sendable {
@@ -31,6 +32,8 @@ final class _Drain {
     /// Waiting siblings, as a stack: the next to run is last.
     var rest: [() -> Void] = []
     var draining = false
+    /// Whether this is the main thread, asked once per thread.
+    let isMain = Thread.isMainThread
 
     nonisolated(unsafe) static var key: pthread_key_t = {
         var k = pthread_key_t()
@@ -71,6 +74,7 @@ final class _Drain {
     }
 }
 
-/// The same cached check the lock-free version uses (Foundation's makes two
-/// system calls per call on Linux, which would slow the baseline unfairly).
-@inline(__always) func _isMainThread() -> Bool { cf_is_main_thread() != 0 }
+/// Cached per thread, as the lock-free version's check is (Foundation's
+/// `Thread.isMainThread` makes system calls on Linux on every call, which
+/// would slow the baseline unfairly).
+@inline(__always) func _isMainThread() -> Bool { _Drain.current.isMain }

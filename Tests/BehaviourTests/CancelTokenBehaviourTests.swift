@@ -1,6 +1,6 @@
-#if LOCKED
+#if DISPATCH_LOCK
 import DispatchLockedFutures
-#elseif MUTEX_LOCKED
+#elseif MUTEX_LOCK
 import MutexLockedFutures
 #else
 import CollapsingFutures

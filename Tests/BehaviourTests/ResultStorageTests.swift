@@ -3,9 +3,9 @@
 // Future stores a value inline in two words, boxes larger or over-aligned
 // ones, and keeps failures apart: each of those paths is exercised here,
 // against all three implementations).
-#if LOCKED
+#if DISPATCH_LOCK
 import DispatchLockedFutures
-#elseif MUTEX_LOCKED
+#elseif MUTEX_LOCK
 import MutexLockedFutures
 #else
 import CollapsingFutures

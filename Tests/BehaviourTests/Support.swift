@@ -1,10 +1,10 @@
 // Shared by the behaviour suites of the three implementations (the lock-free
 // CollapsingFutures, DispatchLockedFutures and MutexLockedFutures): the same
 // test sources are compiled into three test targets, one per module,
-// selected by LOCKED / MUTEX_LOCKED.
-#if LOCKED
+// selected by DISPATCH_LOCK / MUTEX_LOCK.
+#if DISPATCH_LOCK
 import DispatchLockedFutures
-#elseif MUTEX_LOCKED
+#elseif MUTEX_LOCK
 import MutexLockedFutures
 #else
 import CollapsingFutures
