@@ -120,7 +120,7 @@ let package = Package(
         // Properties of the lock-free core only (list memory under churn).
         .testTarget(
             name: "CoreTests",
-            dependencies: ["CollapsingFutures"],
+            dependencies: ["CollapsingFutures", "TestSupport"],
             path: "Tests/CoreTests"
         ),
     ],

@@ -251,42 +251,65 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     /// Collapses: this future takes on `other`'s outcome.
     @inlinable @discardableResult
-    func _trySetFuture(_ other: Future) -> Bool {
-        if other === self { return _tryImmortalize() }
+    func _trySetFuture(_ other: Future) -> Bool { _setFuture(other).set }
+
+    /// `_trySetFuture`, also saying how many flattening targets its walk
+    /// followed (the work a test counts: a chain built outwards costs O(1)
+    /// per set).
+    @inlinable
+    func _setFuture(_ other: Future) -> (set: Bool, steps: Int) {
+        if other === self { return (_tryImmortalize(), 0) }
         let w = other._word
         if w & _wCancelled != 0 {
-            guard _claim() else { return false }
+            guard _claim() else { return (false, 0) }
             _complete(copying: other)
-            return true
+            return (true, 0)
         }
-        if w & _wImmortal != 0 { return _tryImmortalize() }
-        guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
-        _target = other
+        if w & _wImmortal != 0 { return (_tryImmortalize(), 0) }
+        guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return (false, 0) }
+        // Target the end of `other`'s chain as it is now, not `other`: the
+        // targets between them never change once published, so the end's
+        // outcome is `other`'s, and a chain built outwards (each new future
+        // set to the previous one) walks one step per set, not the chain.
+        let (start, before) = _walk(from: other)
+        guard let start else { return (_immortalizeClaimed(), before) }
+        _target = start
         // Publish-then-walk: full CAS, so of two threads closing a cycle at
-        // once at least the later one sees the other's link in its walk.
+        // once at least the later one sees the other's link in its walk
+        // (store-buffering: the walk's loads must not pass this store).
         cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_FLATTENING))
-        _ = other.completionToken._add(_FlattenNode(output: self, target: other), unless: .immortal)
-        _detectCycle(from: other)
+        let (end, after) = _walk(from: start)
+        guard let end else { return (_immortalizeClaimed(), before + after) }
+        _ = end.completionToken._add(_FlattenNode(output: self, target: end), unless: .immortal)
+        return (true, before + after)
+    }
+
+    /// A cycle through us: immortal, and so, through their forwarders, every
+    /// future flattening into us. Only the claim holder calls this.
+    @inlinable func _immortalizeClaimed() -> Bool {
+        cf_token_settle(_tptr, _wImmortal)
         return true
     }
 
-    /// Follows flattening targets from `start`; if they lead back here, this
-    /// future is in a cycle: immortalizing it discards its predecessor's
-    /// forwarder, which immortalizes the predecessor, and so on around the
-    /// cycle (and into every future flattening into it). Brent's algorithm
-    /// stops on a cycle that does not contain us (its last publisher handles it).
-    @inlinable func _detectCycle(from start: Future) {
+    /// Follows flattening targets from `start` to the end of the chain (a
+    /// future not flattening) and returns it with the steps taken; `nil` if
+    /// the targets lead back here (this future is in a cycle: before our
+    /// publication the walk stops here because we are not flattening yet). Brent's
+    /// algorithm stops on a cycle that does not contain us and returns one
+    /// of its futures: its last publisher makes it immortal, and our
+    /// forwarder with it.
+    @inlinable func _walk(from start: Future) -> (end: Future?, steps: Int) {
         var cur = start
         var tortoise = start
-        var power = 1, lam = 0
+        var power = 1, lam = 0, steps = 0
         while true {
-            if cur === self {
-                cf_token_settle(_tptr, _wImmortal)
-                return
+            if cur === self { return (nil, steps) }
+            guard cf_future_claim_load(cur._fptr) == UInt(CF_F_FLATTENING), let next = cur._target else {
+                return (cur, steps)
             }
-            guard cf_future_claim_load(cur._fptr) == UInt(CF_F_FLATTENING), let next = cur._target else { return }
             cur = next
-            if cur === tortoise && cur !== self { return }
+            steps += 1
+            if cur === tortoise && cur !== self { return (cur, steps) }
             lam += 1
             if lam == power { tortoise = cur; power *= 2; lam = 0 }
         }

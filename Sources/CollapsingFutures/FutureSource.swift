@@ -69,6 +69,12 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     /// immortal. `false` if already set.
     @inlinable @discardableResult public func trySetResult(_ future: Future<Value>) -> Bool { self.future._trySetFuture(future) }
 
+    /// `trySetResult(_:)` with a future, also returning how many flattening
+    /// targets its cycle walk followed (tests count this work).
+    @_spi(Testing) public func _trySetResultCountingSteps(_ future: Future<Value>) -> (set: Bool, steps: Int) {
+        self.future._setFuture(future)
+    }
+
     /// Fails with `error`. `false` if already set.
     @inlinable @discardableResult public func trySetFailure(_ error: any Error) -> Bool { future._trySet(.failure(error)) }
 

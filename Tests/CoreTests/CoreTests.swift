@@ -2,6 +2,8 @@
 // share: memory bounds of the handler list under churn.
 @_spi(Testing) import CollapsingFutures
 import Testing
+import TestSupport
+import Dispatch
 
 /// Counts deinits across threads.
 final class Deinits: @unchecked Sendable {
@@ -29,6 +31,24 @@ final class Captured: @unchecked Sendable {
         print("churn: linked nodes after 1,000,000 register/remove = \(after), peak sampled = \(peak)")
         #expect(after <= 32)
         #expect(peak <= 32)
+    }
+
+    /// The bound the model checker proves (Model/README.md, P6): once no
+    /// removal is in flight, removed-but-linked nodes <= max(CF_CLEAN_MIN -
+    /// 1, last_len / 2), with several threads churning too (a remover that
+    /// finds another cleaner at work leaves its node to that cleaner's
+    /// re-check). Here nothing stays live, so last_len stays small.
+    @Test func concurrentChurnLeavesTheListBoundedOnceRemovalsStop() {
+        let s = CancelTokenSource()
+        let token = s.token
+        for round in 0..<20 {
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+                for _ in 0..<20_000 { token.whenCancelled {}.remove() }
+            }
+            let n = token._linkedNodeCount
+            #expect(n <= 32, "round \(round): \(n) nodes still linked after the churn stopped")
+        }
+        #expect(token._liveRegistrationCount == 0)
     }
 
     @Test func churnWithLiveHandlersStaysProportionalToLiveOnes() {
@@ -86,5 +106,87 @@ final class Captured: @unchecked Sendable {
         #expect(s.token._linkedNodeCount == 10)
         s.cancel()
         #expect(s.token._linkedNodeCount == 0)
+    }
+}
+
+/// Flattening walks the chain of targets to detect cycles; the work is
+/// counted (targets followed), not timed.
+@Suite struct FlattenChainWork {
+    /// Each new future set to the previous one: every set targets the
+    /// chain's end, so each set walks at most two steps (it was the whole
+    /// chain, O(n²) in all: 50 million steps for these 10,000 levels).
+    @Test func aChainBuiltOutwardsWalksAConstantNumberOfStepsPerLevel() {
+        let root = FutureSource<Int>()
+        var outer = root.future
+        var sources: [FutureSource<Int>] = []
+        var total = 0, worst = 0
+        for _ in 0..<10_000 {
+            let s = FutureSource<Int>()
+            let (set, steps) = s._trySetResultCountingSteps(outer)
+            #expect(set)
+            total += steps
+            worst = max(worst, steps)
+            sources.append(s)
+            outer = s.future
+        }
+        #expect(worst <= 2)
+        #expect(total <= 2 * 10_000)
+        let seen = Count()
+        for s in sources.prefix(100) { s.future.thenDo(on: .completingThread) { if $0 == 7 { seen.increment() } } }
+        root.trySetResult(7)
+        #expect(sources.allSatisfy { $0.future.forceGetResult() == 7 })
+        #expect(seen.value == 100)
+    }
+
+    /// Each source set to a new pending future (a retry loop): one step each.
+    @Test func aTailRecursiveChainWalksOneStepPerLevel() {
+        let outermost = FutureSource<Int>()
+        var current = outermost
+        var total = 0
+        for _ in 0..<10_000 {
+            let next = FutureSource<Int>()
+            total += current._trySetResultCountingSteps(next.future).steps
+            current = next
+        }
+        #expect(total <= 10_000)
+        current.trySetResult(3)
+        #expect(outermost.future.forceGetResult() == 3)
+    }
+
+    /// A chain built outwards whose innermost source dies: every level
+    /// becomes immortal and frees what was registered on it.
+    @Test func aChainBuiltOutwardsBecomesImmortalWhenItsRootDoes() {
+        let deinits = Count()
+        var futures: [Future<Int>] = []
+        do {
+            let root = FutureSource<Int>()
+            var outer = root.future
+            var sources: [FutureSource<Int>] = []
+            for _ in 0..<1_000 {
+                let s = FutureSource<Int>()
+                s.trySetResult(outer)
+                let t = Tracked(deinits)
+                s.future.thenDo(on: .completingThread) { _ in _ = t }
+                sources.append(s)
+                futures.append(s.future)
+                outer = s.future
+            }
+            #expect(deinits.value == 0)
+        }
+        #expect(futures.allSatisfy { $0.state == .immortal })
+        #expect(deinits.value == 1_000)
+    }
+
+    /// A future set into a chain whose end is later set back to it: the
+    /// cycle is found although the first set targets the chain's end, not
+    /// its direct target.
+    @Test func aCycleClosedThroughAChainEndIsImmortal() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>(), c = FutureSource<Int>(), d = FutureSource<Int>()
+        b.trySetResult(c.future)                    // b -> c
+        a.trySetResult(b.future)                    // a -> b: targets c, the end
+        c.trySetResult(d.future)                    // c -> d
+        let (_, steps) = d._trySetResultCountingSteps(a.future)   // d -> a (-> c) -> d
+        #expect(steps == 2)
+        for f in [a.future, b.future, c.future, d.future] { #expect(f.state == .immortal) }
     }
 }
