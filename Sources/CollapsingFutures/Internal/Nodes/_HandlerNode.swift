@@ -1,0 +1,40 @@
+import CCollapsingFutures
+import Dispatch
+
+/// A node that runs a closure.
+@usableFromInline
+final class _HandlerNode: _Node, @unchecked Sendable {
+    @exclusivity(unchecked) @usableFromInline
+    var handler: (@Sendable () -> Void)?
+
+    /// Library bookkeeping that must happen whichever way the token settles
+    /// (removing registrations that stopped mattering): run on discard too.
+    @usableFromInline let runOnDiscard: Bool
+
+    @inlinable init(_ handler: @escaping @Sendable () -> Void) {
+        self.handler = handler
+        self.runOnDiscard = false
+        super.init()
+    }
+
+    init(runOnDiscard: Bool, _ handler: @escaping @Sendable () -> Void) {
+        self.handler = handler
+        self.runOnDiscard = runOnDiscard
+        super.init()
+    }
+
+    @usableFromInline override func _run() {
+        let h = handler
+        handler = nil
+        h?()
+    }
+    @usableFromInline override func _discard() {
+        let h = handler
+        handler = nil
+        if runOnDiscard { h?() }
+    }
+    @usableFromInline override func _removed(byUnless: Bool) {
+        handler = nil
+        if !byUnless { _settleCompanion() } else { _companion = nil }
+    }
+}

@@ -1,0 +1,96 @@
+// The thin layer over the C core: handler nodes as Swift objects.
+//
+// A node is one Swift object whose FIRST stored property is the C `cf_node`;
+// `_getUnsafePointerToStoredProperties` (the technique swift-atomics'
+// ManagedAtomic uses) gives its stable address, so a registration costs one
+// allocation for the node plus the caller's closure context. The token's list
+// holds one +1 reference on the node (handed back with every C callback); each
+// `CancelRegistration` holds another, so `remove()` is safe at any time.
+//
+// Whoever wins the node's CAS out of LIVE (run, discard or remove) owns the
+// node's Swift fields from then on; before that only the registering thread
+// wrote them, and the C release-CAS that published the node orders those
+// writes. That is why the subclasses' `var`s need no lock, and why their
+// dynamic exclusivity checks are turned off (`@exclusivity(unchecked)`): the
+// C core's CAS already makes every access exclusive.
+import CCollapsingFutures
+import Dispatch
+
+@usableFromInline
+class _Node: @unchecked Sendable {
+    /// Must stay the first stored property: the C core's view of this node.
+    private final var _c = cf_node()
+    /// Where to run: `_queue` if set; else the main queue when registered on
+    /// the main thread and settled elsewhere; else inline.
+    @exclusivity(unchecked)
+    final var _queue: DispatchQueue?
+    @exclusivity(unchecked)
+    final var _mainSticky = false
+    /// The unless-link registered on the `unless:` token, removed when this
+    /// node settles so nothing accumulates on a long-lived `unless` token.
+    @exclusivity(unchecked)
+    final var _companion: CancelRegistration?
+
+    @inline(__always)
+    final var _ptr: UnsafeMutablePointer<cf_node> {
+        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_node.self)
+    }
+
+    @usableFromInline init() {
+        // The list's reference is taken in `_register`; ctx is this object.
+        // The callback takes back that reference and performs the event.
+        cf_node_init(_ptr, { ctx, event in
+            let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
+            if event == Int32(CF_EV_RUN.rawValue) {
+                node._settleCompanion()
+                node._dispatchRun()
+            } else if event == Int32(CF_EV_DISCARD.rawValue) {
+                let unlessOwner = node._companion?._owner
+                node._settleCompanion()
+                node._discarded(unless: unlessOwner)
+            }
+        }, Unmanaged.passUnretained(self).toOpaque())
+        // The state word keeps its tags in the low four bits of node pointers.
+        assert(UInt(bitPattern: _ptr) & 15 == 0, "cf_node must be 16-byte aligned")
+    }
+
+    /// Claimed by a cancel: run the handler (already on the right thread).
+    @usableFromInline func _run() {}
+    /// Claimed by an immortalize: drop the handler unrun.
+    @usableFromInline func _discard() {}
+    /// Claimed by an immortalize; `unless` is the owner of the `unless:`
+    /// token this node was registered with (its link already removed), for
+    /// nodes whose output that token can still fail. Default: `_discard()`.
+    @usableFromInline func _discarded(unless: AnyObject?) { _discard() }
+    /// Claimed by `remove()`; `byUnless` when the `unless:` token fired.
+    @usableFromInline func _removed(byUnless: Bool) {}
+
+    @inline(__always)
+    final func _settleCompanion() {
+        if let c = _companion {
+            _companion = nil
+            c._removeQuietly()
+        }
+    }
+
+    /// Runs `_run` where the threading contract says.
+    final func _dispatchRun() {
+        if let q = _queue {
+            q.async { self._run() }
+        } else if _mainSticky && cf_is_main_thread() == 0 {
+            DispatchQueue.main.async { self._run() }
+        } else {
+            _run()
+        }
+    }
+
+    /// Records the threading contract for `_dispatchRun`.
+    @inline(__always)
+    final func _setThreading(_ queue: DispatchQueue?) {
+        if let queue {
+            if queue !== DispatchQueue.completingThread { _queue = queue }
+        } else if cf_is_main_thread() != 0 {
+            _mainSticky = true
+        }
+    }
+}

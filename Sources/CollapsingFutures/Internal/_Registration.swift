@@ -1,0 +1,195 @@
+// The registration path: every way a registration meets a token's C state
+// word, in one file. Public entry points (`whenCancelled`, the continuations,
+// the combinators' bookkeeping) call these:
+//   CancelToken._addHandler        user handlers (`whenCancelled`)
+//   CancelToken._whenCancelledInline / _whenSettledInline
+//                                  the library's own bookkeeping (inline)
+//   _chain                         continuations on a future's token
+//   CancelToken._add               a node with its `unless` link
+//   _register                      the push, and the settled-token fallback
+// Nodes themselves (what run, discard and remove do) are in Internal/Nodes/.
+import CCollapsingFutures
+import Dispatch
+
+/// The object a token's state word lives in: `_TokenStorage` for sources,
+/// `Future` for completion tokens. Its first stored property is a `cf_token`.
+@inlinable @inline(__always)
+func _tokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
+    _getUnsafePointerToStoredProperties(owner).assumingMemoryBound(to: cf_token.self)
+}
+
+/// Registers `node` on the token stored in `owner`. Returns CF_REG_ADDED
+/// (the list, or this thread's drain queue, took a reference) or the
+/// terminal state found (nothing linked).
+/// When it returns a terminal state, it has also settled the unlinked node
+/// itself (claim, then run or discard), unless a remover got there first.
+/// Companions are always pushed after their node, so a node that found its
+/// token settled has an unpushed companion: it is dropped, not removed (no
+/// token counts a removal of a node it never linked).
+@inline(__always)
+func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
+    let u = Unmanaged.passRetained(node)
+    let r = cf_token_register(_tokenPtr(owner), node._ptr)
+    if r == Int32(CF_REG_ADDED) { return r }
+    if r == Int32(CF_REG_CANCELLED) && cf_drain_must_queue() != 0 {
+        // Inside a handler that has started work still waiting: queue behind
+        // it (cf_core.h, "Drain order"). The queue takes `u`; the node keeps
+        // its companion and can be removed until its turn, as if listed.
+        cf_node_enqueue(node._ptr, _wCancelled)
+        return Int32(CF_REG_ADDED)
+    }
+    u.release()
+    let unlessOwner = node._companion?._owner
+    node._companion = nil
+    let cancelled = r == Int32(CF_REG_CANCELLED)
+    if cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 {
+        if cancelled { node._dispatchRun() } else { node._discarded(unless: unlessOwner) }
+    }
+    return r
+}
+
+/// The state word's terminal tags, as Swift sees them.
+@inlinable var _wCancelled: UInt { UInt(CF_W_CANCELLED) }
+@inlinable var _wImmortal: UInt { UInt(CF_W_IMMORTAL) }
+@inlinable var _wTerminal: UInt { UInt(CF_W_TERMINAL) }
+
+/// Attaches a continuation to the future `source` (non-generic: the body was
+/// specialized by the caller). `output` is failed or made immortal when the
+/// continuation can never run. `inline`: library bookkeeping, run on the
+/// completing thread whatever thread registered it (no main-queue hop).
+/// Returns the registration (for combinators that remove their own).
+@usableFromInline @discardableResult
+func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, output: AnyObject?,
+            inline: Bool = false, _ body: @escaping (Bool) -> Void) -> CancelRegistration {
+    // The source's own completion token is never cancelled *before* the
+    // source completes: as `unless`, it never stops anything.
+    let unless = unless._owner === source ? CancelToken.immortal : unless
+    if unless.isCancelled {
+        body(false)
+        return CancelRegistration(neverRuns: true)
+    }
+    let w = cf_token_load(_tokenPtr(source))
+    if w & _wImmortal != 0 {
+        // Never runs; the output can still fail if `unless` is cancelled.
+        if let output { _failOnUnless(output, unless._owner, body) }
+        return CancelRegistration(neverRuns: true)
+    }
+    let node = _ContinuationNode(output: output, body)
+    if !inline { node._setThreading(queue) }
+    if w & _wCancelled != 0 && cf_drain_must_queue() == 0 {
+        if cf_node_claim(node._ptr, UInt(CF_N_CLAIMED)) != 0 { node._dispatchRun() }
+        return CancelRegistration(neverRuns: false)
+    }
+    return CancelToken(_owner: source)._add(node, unless: unless)
+}
+
+/// The output of a continuation that will never run (its source is
+/// immortal): `body(false)` fails it with `CancellationError` when the
+/// `unless` token (owned by `unlessOwner`) is cancelled; it becomes immortal
+/// when that token does, or at once without one. The registration on the
+/// `unless` token is the output's only owner, so nothing else keeps it pending.
+@usableFromInline
+func _failOnUnless(_ output: AnyObject, _ unlessOwner: AnyObject?, _ body: @escaping (Bool) -> Void) {
+    guard let uo = unlessOwner else {
+        _ = _tryImmortalizeFuture(output)
+        return
+    }
+    _ = CancelToken(_owner: uo)._add(_ContinuationNode(output: output) { _ in body(false) }, unless: .immortal)
+}
+
+/// Claims an unset future and makes it immortal (non-generic: C only).
+@usableFromInline
+func _tryImmortalizeFuture(_ f: AnyObject) -> Bool {
+    let p = _getUnsafePointerToStoredProperties(f).assumingMemoryBound(to: cf_future.self)
+    guard cf_future_claim(p, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
+    cf_token_settle(_tokenPtr(f), _wImmortal)
+    return true
+}
+
+extension CancelToken {
+    /// Runs, drops or registers `node`; returns CF_REG_ADDED, CF_REG_CANCELLED
+    /// (it ran) or CF_REG_IMMORTAL (it will never run).
+    @usableFromInline
+    func _addHandler(_ owner: AnyObject, _ node: _HandlerNode, _ queue: DispatchQueue?, _ unless: CancelToken) -> Int32 {
+        let w = cf_token_load(_tokenPtr(owner))
+        if w & _wImmortal != 0 || unless._owner === owner || unless.isCancelled {
+            node.handler = nil
+            return Int32(CF_REG_IMMORTAL)
+        }
+        node._setThreading(queue)
+        if w & _wCancelled != 0 && cf_drain_must_queue() == 0 {
+            if cf_node_claim(node._ptr, UInt(CF_N_CLAIMED)) != 0 { node._dispatchRun() }
+            return Int32(CF_REG_CANCELLED)
+        }
+        if unless._owner == nil {
+            // The common case, without the unless link.
+            return _register(owner, node)
+        }
+        let r = _add(node, unless: unless)
+        if r._node != nil { return Int32(CF_REG_ADDED) }
+        return r._neverRuns ? Int32(CF_REG_IMMORTAL) : Int32(CF_REG_CANCELLED)
+    }
+
+    /// The library's own handlers (links between sources, timers, combinator
+    /// bookkeeping): `action` runs inline on the cancelling thread, with no
+    /// main-queue hop and no queue — at once if this token is already
+    /// cancelled; never if it is or becomes immortal (nothing is registered on
+    /// `.immortal` or a settled token), or if `unless` is cancelled first.
+    /// `removeOnUnlessImmortal`: the registration also goes when `unless`
+    /// becomes immortal.
+    @discardableResult
+    func _whenCancelledInline(unless: CancelToken, removeOnUnlessImmortal: Bool = false,
+                              _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
+        // One read of the word: with two (cancelled? then still cancellable?)
+        // a cancel landing in between made both false and dropped `action`
+        // (found by the fuzz harness: an unless-style withTimeout that never
+        // learned of its cancelled `unless`).
+        let w = _word
+        if w & _wCancelled != 0 {
+            action()
+            return CancelRegistration(neverRuns: false)
+        }
+        if w & _wImmortal != 0 { return CancelRegistration(neverRuns: true) }
+        return _add(_HandlerNode(action), unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
+    }
+
+    /// Library bookkeeping that must happen once the token settles either
+    /// way (removing registrations that stopped mattering, stopping a
+    /// timer): `action` runs inline on the settling thread when the token is
+    /// cancelled or becomes immortal, at once if it already has.
+    func _whenSettledInline(_ action: @escaping @Sendable () -> Void) {
+        guard let owner = _owner, canStillBeCancelled else { action(); return }
+        _ = _register(owner, _HandlerNode(runOnDiscard: true, action))
+    }
+
+    /// Registers `node` with the optional `unless` link. If the token settled
+    /// meanwhile, the node was run or discarded by `_register`.
+    ///
+    /// Order matters: the companion is recorded before `node` is published
+    /// (so its settler reads it race-free), and the link is pushed after
+    /// `node` (so a link that fires always finds `node` in its list).
+    @usableFromInline
+    func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool = false) -> CancelRegistration {
+        let owner = _owner!
+        let reg = CancelRegistration(owner: owner, node: node)
+        var link: _UnlessNode?
+        let unlessOwner = unless._owner
+        if let uo = unlessOwner {
+            let l = _UnlessNode(target: reg, removeOnDiscard: removeOnUnlessImmortal)
+            node._companion = CancelRegistration(owner: uo, node: l)
+            link = l
+        }
+        let r = _register(owner, node)
+        if r != Int32(CF_REG_ADDED) {
+            return CancelRegistration(neverRuns: r == Int32(CF_REG_IMMORTAL))
+        }
+        if let l = link, let uo = unlessOwner {
+            // A terminal `unless` here is settled by `_register` (the link runs
+            // and removes `node`, or is discarded). If `node` settled first it
+            // already removed the link, which then sits in the list as a
+            // removed node, counted, until cleanup or settle unlinks it.
+            _ = _register(uo, l)
+        }
+        return reg
+    }
+}

@@ -1,0 +1,17 @@
+import CCollapsingFutures
+
+/// Owns a plain token's state word (a `CancelTokenSource`'s token).
+final class _TokenStorage: @unchecked Sendable {
+    /// Must stay the first stored property.
+    private var _c: cf_token
+
+    init(terminal: UInt) {
+        _c = cf_token()
+        cf_token_init(_tokenPtr(self), terminal)
+    }
+
+    @inline(__always) var ptr: UnsafeMutablePointer<cf_token> { _tokenPtr(self) }
+
+    @discardableResult
+    func settle(_ terminal: UInt) -> Bool { cf_token_settle(ptr, terminal) != 0 }
+}

@@ -1,0 +1,43 @@
+/// Runs `body` with a token that is cancelled when the current Task is.
+///
+/// Nothing stays registered after it returns: the task cancellation handler
+/// is gone, and the token's source dies with the call (an uncancelled token
+/// becomes immortal, discarding whatever `body` registered on it).
+public func withCancelToken<R>(
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (CancelToken) async throws -> R
+) async rethrows -> R {
+    let source = CancelTokenSource()
+    return try await withTaskCancellationHandler {
+        try await body(source.token)
+    } onCancel: {
+        source.cancel()
+    }
+}
+
+extension Task where Failure == any Error {
+    /// Starts a Task that is cancelled when `token` is.
+    ///
+    /// The registration on `token` is removed when the task finishes; if the
+    /// token becomes immortal it is discarded. Neither holds anything the
+    /// operation captured after that. (The operation itself must not capture
+    /// the owner of the token's source strongly, as with any Task.)
+    @discardableResult
+    ///
+    /// Like `Task.init`, `operation` inherits the caller's actor: in a
+    /// `@MainActor` type it runs on the main actor and `[weak self]` works.
+    /// (Unlike `Task.init`, `self` is not captured implicitly, so a strong
+    /// capture — the leak this initializer exists to avoid — stays visible.)
+    public init(until token: CancelToken, priority: TaskPriority? = nil,
+                @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Success) {
+        let registration = _TaskRegistration()
+        self = Task(priority: priority) {
+            defer { registration.finish() }
+            return try await operation()
+        }
+        let task = self
+        // Bookkeeping, not a user handler: inline on the cancelling thread
+        // (a main-queue hop would never run under a blocked main thread).
+        registration.attach(token._whenCancelledInline(unless: .immortal) { task.cancel() })
+    }
+}
