@@ -53,7 +53,7 @@ fuzz: fuzz-build
 	  -max_total_time=$(FUZZ_SECONDS) -max_len=512 -print_final_stats=1 -artifact_prefix=.build-fuzz/
 
 # Minimises everything found (to edge coverage) into the committed corpus,
-# which `swift test` replays (Tests/FuzzReplayTests).
+# which `swift test` replays (Tests/Fuzz/ReplayTests).
 fuzz-merge: fuzz-build
 	rm -rf .build-fuzz/merged && mkdir -p .build-fuzz/merged
 	SWIFT_BACKTRACE=enable=no .build-fuzz/release/fuzz -merge=1 -use_counters=0 .build-fuzz/merged \

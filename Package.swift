@@ -51,9 +51,10 @@ let package = Package(
         // Examples: `swift run Examples <name>`; their output is checked by ExamplesTests.
         .target(name: "ExampleKit", dependencies: ["CollapsingFutures"], path: "Sources/ExampleKit"),
         .executableTarget(name: "Examples", dependencies: ["ExampleKit"], path: "Sources/Examples"),
-        // The fuzz harness: the operation-program interpreter and its checks
-        // (FuzzKit), the libFuzzer driver (`fuzz`, built by `make fuzz`).
-        .target(name: "FuzzKit", dependencies: ["CollapsingFutures"], path: "Sources/FuzzKit"),
+        // The fuzz harness, all under Tests/Fuzz: the operation-program
+        // interpreter and its checks (FuzzKit), the libFuzzer driver (`fuzz`,
+        // built by `make fuzz`), the corpus, and its replay in `swift test`.
+        .target(name: "FuzzKit", dependencies: ["CollapsingFutures"], path: "Tests/Fuzz/FuzzKit"),
         .executableTarget(name: "fuzz", dependencies: ["FuzzKit"], path: "Tests/Fuzz/Driver"),
         // `swift run -c release benchmarks`: the driver, the scenario bodies
         // (one source compiled per implementation) and C support (the malloc
@@ -115,7 +116,7 @@ let package = Package(
         .testTarget(
             name: "FuzzReplayTests",
             dependencies: ["FuzzKit"],
-            path: "Tests/FuzzReplayTests"
+            path: "Tests/Fuzz/ReplayTests"
         ),
         // Properties of the lock-free core only (list memory under churn).
         .testTarget(

@@ -9,7 +9,7 @@ import Testing
         // Tests/Fuzz/corpus: the corpus `make fuzz` starts from, minimised by
         // libFuzzer (`make fuzz-merge`) after a long run.
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Fuzz/corpus")
+            .deletingLastPathComponent().appendingPathComponent("corpus")
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
         #expect(files.count >= 20, "the committed corpus is missing")
         for f in files {
