@@ -83,18 +83,18 @@ let package = Package(
         // compiled against each implementation.
         .testTarget(
             name: "BehaviourTests",
-            dependencies: ["CollapsingFutures"],
+            dependencies: ["CollapsingFutures", "TestSupport"],
             path: "Tests/BehaviourTests"
         ),
         .testTarget(
             name: "LockedBehaviourTests",
-            dependencies: ["DispatchLockedFutures"],
+            dependencies: ["DispatchLockedFutures", "TestSupport"],
             path: "Tests/LockedBehaviourTests",
             swiftSettings: [.define("DISPATCH_LOCK")]
         ),
         .testTarget(
             name: "MutexBehaviourTests",
-            dependencies: ["MutexLockedFutures"],
+            dependencies: ["MutexLockedFutures", "TestSupport"],
             path: "Tests/MutexBehaviourTests",
             swiftSettings: [.define("MUTEX_LOCK")]
         ),

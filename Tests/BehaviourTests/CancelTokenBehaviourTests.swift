@@ -6,6 +6,7 @@ import MutexLockedFutures
 import CollapsingFutures
 #endif
 import Testing
+import TestSupport
 import Dispatch
 import Foundation
 

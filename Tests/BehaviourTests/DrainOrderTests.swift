@@ -6,6 +6,7 @@ import MutexLockedFutures
 import CollapsingFutures
 #endif
 import Testing
+import TestSupport
 
 /// What a handler starts runs right after it returns, before its later
 /// siblings, in the order started (Threading.md, "Work started inside a handler").

@@ -11,6 +11,7 @@ import MutexLockedFutures
 import CollapsingFutures
 #endif
 import Testing
+import TestSupport
 
 /// 64 bytes: boxed.
 struct Wide: Sendable, Equatable { var a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8 }

@@ -19,14 +19,14 @@ final class Droppable<T: Sendable>: @unchecked Sendable {
 
 /// Registers a handler capturing a tracked object on `f`; its deinit count
 /// says whether the handler was freed.
-func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
+func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     let t = Tracked(deinits)
     f.finallyDo { _ in _ = t }
 }
 
 @Suite struct CombinatorOutputsBecomeImmortal {
     @Test func raceOfAnImmortalAndAFailureIsImmortalAndFreesItsHandlers() {
-        let deinits = Count()
+        let deinits = Counter()
         let f = Future<Int>.race([{ _ in .immortal }, { _ in .failed(Boom()) }])
         #expect(f.state == .immortal)
         trackHandler(on: f, deinits)
@@ -35,7 +35,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
 
     @Test func raceWhoseLastCandidatesBecomeImmortalLaterBecomesImmortal() async {
         let a = Droppable<Int>(), b = Droppable<Int>()
-        let deinits = Count()
+        let deinits = Counter()
         let f = Future<Int>.race([{ _ in a.future }, { _ in b.future }])
         trackHandler(on: f, deinits)
         a.drop()
@@ -49,7 +49,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
     @Test func orderedByCompletionMakesTheSlotsNoInputCanFillImmortal() {
         let a = FutureSource<Int>(), gone = Droppable<Int>(), b = FutureSource<Int>()
         let outs = [a.future, gone.future, b.future].orderedByCompletion()
-        let deinits = Count()
+        let deinits = Counter()
         trackHandler(on: outs[2], deinits)
         b.trySetResult(2)
         a.trySetResult(1)
@@ -144,7 +144,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
     }
 
     @Test func alreadyCancelledUntilRunsNoOperation() {
-        let calls = Count()
+        let calls = Counter()
         let f = Future<Int>.race([{ _ in calls.increment(); return .succeeded(1) }], until: .cancelled)
         #expect(f.hasFailedWithCancel)
         #expect(calls.value == 0)
@@ -248,7 +248,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
     }
 
     @Test func untilStyleWithAnAlreadyCancelledUntilFailsAtOnceWithoutRunning() {
-        let calls = Count()
+        let calls = Counter()
         let f = Future<Int>.withTimeout(.seconds(30), until: .cancelled) { _ in calls.increment(); return .succeeded(1) }
         #expect(f.hasFailedWithCancel)
         #expect(calls.value == 0)
@@ -283,7 +283,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
     @Test func zeroDelayAndZeroTimeoutCompleteAtOnce() {
         #expect(Future.delayed(7, by: .zero).forceGetResult() == 7)
         #expect(Future.delayed(7, by: .zero, unless: .cancelled).forceGetResult() == 7)
-        let calls = Count()
+        let calls = Counter()
         #expect(Future<Int>.withTimeout(.zero) { _ in calls.increment(); return .succeeded(1) }.hasFailedWithTimeout)
         #expect(Future<Int>.withTimeout(.zero, until: CancelTokenSource().token) { _ in calls.increment(); return .succeeded(1) }.hasFailedWithTimeout)
         // Zero is checked first, as in the original: even with a cancelled token.
@@ -293,7 +293,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
     }
 
     @Test func retryingNeverStartsATryWhileThePreviousTokenIsLive() {
-        let live = Count(), calls = Count()
+        let live = Counter(), calls = Counter()
         let previous = Mutex<CancelToken?>(nil)
         let f = Future<Int>.retrying(upTo: 4, baseTimeout: .milliseconds(1), backoff: 1) { t in
             calls.increment()
@@ -322,7 +322,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Count) {
 
     @Test func retryingWithAHugeBackoffDoesNotTrap() async {
         let c = CancelTokenSource()
-        let calls = Count()
+        let calls = Counter()
         let f = Future<Int>.retrying(upTo: 5, baseTimeout: .milliseconds(1), backoff: 1e13, until: c.token) { t in
             calls.increment()
             return FutureSource<Int>().future.unless(t)

@@ -26,7 +26,7 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
     }
 
     @Test func delayedCancelledBeforeFiringFailsAndReleasesTheValueAtOnce() {
-        let deinits = Count()
+        let deinits = Counter()
         let u = CancelTokenSource()
         let f: Future<Tracked>
         do { f = Future.delayed(Tracked(deinits), by: .seconds(30), unless: u.token) }
@@ -202,7 +202,7 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
 @Suite struct Retrying {
     /// A fake operation: the first `hangs` calls never complete; then it returns `then`.
     final class FakeOp: Sendable {
-        let calls = Count()
+        let calls = Counter()
         let hangs: Int
         let outcome: Result<Int, Boom>
         let never = FutureSource<Int>()

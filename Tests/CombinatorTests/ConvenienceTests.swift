@@ -9,7 +9,7 @@ import TestSupport
 
 @Suite struct Always {
     @Test func runsTheCleanupAndKeepsTheOutcome() {
-        let ran = Count()
+        let ran = Counter()
         let s = FutureSource<Int>()
         let f: Future<Int> = s.future.always { done in
             #expect(done.hasResult)
@@ -25,7 +25,7 @@ import TestSupport
 
     @Test func unlessCancelledFirstSkipsTheCleanupAndFails() {
         let u = CancelTokenSource(), s = FutureSource<Int>()
-        let ran = Count()
+        let ran = Counter()
         let f = s.future.always(unless: u.token) { _ in ran.increment() }
         u.cancel()
         s.trySetResult(1)
@@ -118,7 +118,7 @@ import TestSupport
 
     @Test func unlessCancelsTheTaskAndFailsTheResult() async {
         let u = CancelTokenSource()
-        let started = Count()
+        let started = Counter()
         let f = Future.succeeded(1).then(unless: u.token) { v async throws -> Int in
             started.increment()
             try await Task.sleep(nanoseconds: 60_000_000_000)

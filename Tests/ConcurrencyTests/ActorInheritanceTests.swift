@@ -9,8 +9,8 @@ import TestSupport
     var title = ""
     var isolatedRuns = 0
     let lifetime = CancelTokenSource()
-    let deinits: Count
-    init(_ deinits: Count) { self.deinits = deinits }
+    let deinits: Counter
+    init(_ deinits: Counter) { self.deinits = deinits }
     deinit { deinits.increment() }
 
     func show(_ value: Future<String>) -> Task<Void, any Error> {
@@ -38,7 +38,7 @@ import TestSupport
 
 @Suite struct ActorInheritance {
     @Test @MainActor func taskUntilRunsOnTheCallersActorAndHoldsSelfWeakly() async throws {
-        let deinits = Count()
+        let deinits = Counter()
         var model: TitleModel? = TitleModel(deinits)
         let value = FutureSource<String>()
         let task = model!.show(value.future)
@@ -51,7 +51,7 @@ import TestSupport
     }
 
     @Test @MainActor func futureFromAnAsyncClosureRunsOnTheCallersActor() async throws {
-        let deinits = Count()
+        let deinits = Counter()
         var model: TitleModel? = TitleModel(deinits)
         #expect(try await model!.load().get() == 1)
         #expect(model!.title == "loaded")
@@ -62,7 +62,7 @@ import TestSupport
     }
 
     @Test @MainActor func taskUntilWhoseOwnerIsGoneIsCancelledWithItsToken() async {
-        let deinits = Count()
+        let deinits = Counter()
         var model: TitleModel? = TitleModel(deinits)
         let never = FutureSource<String>()
         let task = model!.show(never.future)

@@ -52,7 +52,7 @@ import TestSupport
 
     @Test func untilTokenCancelsTheTaskAndFailsWithCancel() async {
         let c = CancelTokenSource()
-        let sawCancel = Count()
+        let sawCancel = Counter()
         let f = Future<Int>(until: c.token) {
             while !Task.isCancelled { try? await Task.sleep(nanoseconds: 1_000_000) }
             sawCancel.increment()
@@ -106,7 +106,7 @@ import TestSupport
 
 @Suite struct WithCancelToken {
     @Test func tokenIsCancelledWhenTheTaskIs() async {
-        let started = Count(), ran = Count()
+        let started = Counter(), ran = Counter()
         let task = Task {
             await withCancelToken { token in
                 token.whenCancelled { ran.increment() }
@@ -122,7 +122,7 @@ import TestSupport
     }
 
     @Test func nothingStaysRegisteredAfterReturn() async {
-        let deinits = Count()
+        let deinits = Counter()
         let token = await withCancelToken { token -> CancelToken in
             let obj = Tracked(deinits)
             token.whenCancelled { _ = obj }
@@ -151,7 +151,7 @@ import TestSupport
     }
 
     @Test func immortalTokenRetainsNothing() async throws {
-        let deinits = Count()
+        let deinits = Counter()
         var s: CancelTokenSource? = CancelTokenSource()
         let gate = CancelTokenSource()
         let task: Task<Void, any Error>
@@ -169,11 +169,11 @@ import TestSupport
 
 @Suite struct AsyncSequenceUntil {
     @Test func iterationEndsWhenTheTokenIsCancelledAndTheProducerTerminates() async {
-        let terminated = Count()
+        let terminated = Counter()
         let (stream, continuation) = AsyncStream<Int>.makeStream()
         continuation.onTermination = { _ in terminated.increment() }
         let s = CancelTokenSource()
-        let received = Count()
+        let received = Counter()
         let consumer = Task {
             for await _ in stream.until(s.token) { received.increment() }
         }
@@ -208,7 +208,7 @@ import TestSupport
 }
 
 @Suite struct WeakHandlers {
-    final class Target: Sendable { let hits = Count() }
+    final class Target: Sendable { let hits = Counter() }
 
     @Test func weakTokenHandlerRunsWhileTheObjectLives() {
         let s = CancelTokenSource(), t = Target()
@@ -219,7 +219,7 @@ import TestSupport
 
     @Test func weakTokenHandlerIsSkippedOnceTheObjectIsGoneAndNeverKeepsIt() {
         let s = CancelTokenSource()
-        let ran = Count()
+        let ran = Counter()
         weak var w: Target?
         do {
             let t = Target()
@@ -235,7 +235,7 @@ import TestSupport
         let s = FutureSource<Int>()
         let alive = Target()
         s.future.thenDo(weak: alive) { o, v in if v == 3 { o.hits.increment() } }
-        let ran = Count()
+        let ran = Counter()
         do {
             let t = Target()
             s.future.thenDo(weak: t) { _, _ in ran.increment() }
@@ -252,10 +252,10 @@ import TestSupport
 /// Plain Swift: keeps a long-running Task in a property and cancels it in
 /// deinit. The Task captures `self`, so deinit never runs.
 final class PlainController: @unchecked Sendable {
-    let deinits: Count
-    let received = Count()
+    let deinits: Counter
+    let received = Counter()
     var task: Task<Void, Never>?
-    init(events: AsyncStream<Int>, deinits: Count) {
+    init(events: AsyncStream<Int>, deinits: Counter) {
         self.deinits = deinits
         task = Task { for await e in events { self.handle(e) } }
     }
@@ -266,10 +266,10 @@ final class PlainController: @unchecked Sendable {
 /// CollapsingFutures: the controller owns a source that cancels on deinit;
 /// the task is bound to its token and the stream ends with it.
 final class Controller: Sendable {
-    let deinits: Count
+    let deinits: Counter
     let lifetime = CancelTokenSource(cancelOnDeinit: true)
-    let received = Count()
-    init(events: AsyncStream<Int>, deinits: Count) {
+    let received = Counter()
+    init(events: AsyncStream<Int>, deinits: Counter) {
         self.deinits = deinits
         let token = lifetime.token
         Task(until: token) { [weak self] in
@@ -281,7 +281,7 @@ final class Controller: Sendable {
 
 @Suite struct ControllerLifetime {
     @Test func plainSwiftControllerWithTaskInPropertyLeaks() async {
-        let deinits = Count(), terminated = Count()
+        let deinits = Counter(), terminated = Counter()
         let (events, producer) = AsyncStream<Int>.makeStream()
         producer.onTermination = { _ in terminated.increment() }
         var c: PlainController? = PlainController(events: events, deinits: deinits)
@@ -298,7 +298,7 @@ final class Controller: Sendable {
     }
 
     @Test func controllerBoundToATokenDeinitsCancelsItsTaskAndEndsTheProducer() async {
-        let deinits = Count(), terminated = Count()
+        let deinits = Counter(), terminated = Counter()
         let (events, producer) = AsyncStream<Int>.makeStream()
         producer.onTermination = { _ in terminated.increment() }
         var c: Controller? = Controller(events: events, deinits: deinits)

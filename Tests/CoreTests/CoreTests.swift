@@ -5,19 +5,6 @@ import Testing
 import TestSupport
 import Dispatch
 
-/// Counts deinits across threads.
-final class Deinits: @unchecked Sendable {
-    private var n = 0
-    func increment() { n += 1 }   // single-threaded use in these tests
-    var value: Int { n }
-}
-
-final class Captured: @unchecked Sendable {
-    let deinits: Deinits
-    init(_ d: Deinits) { deinits = d }
-    deinit { deinits.increment() }
-}
-
 @Suite struct HandlerListMemory {
     @Test func registerRemoveChurnOnLongLivedTokenKeepsListSmall() {
         let s = CancelTokenSource()
@@ -87,11 +74,11 @@ final class Captured: @unchecked Sendable {
     }
 
     @Test func removedRegistrationFreesItsClosureAtOnce() {
-        let d = Deinits()
+        let d = Counter()
         let s = CancelTokenSource()
         var regs: [CancelRegistration] = []
         for _ in 0..<100 {
-            let c = Captured(d)
+            let c = Tracked(d)
             regs.append(s.token.whenCancelled { _ = c })
         }
         for (i, r) in regs.enumerated() {
@@ -131,7 +118,7 @@ final class Captured: @unchecked Sendable {
         }
         #expect(worst <= 2)
         #expect(total <= 2 * 10_000)
-        let seen = Count()
+        let seen = Counter()
         for s in sources.prefix(100) { s.future.thenDo(on: .completingThread) { if $0 == 7 { seen.increment() } } }
         root.trySetResult(7)
         #expect(sources.allSatisfy { $0.future.forceGetResult() == 7 })
@@ -156,7 +143,7 @@ final class Captured: @unchecked Sendable {
     /// A chain built outwards whose innermost source dies: every level
     /// becomes immortal and frees what was registered on it.
     @Test func aChainBuiltOutwardsBecomesImmortalWhenItsRootDoes() {
-        let deinits = Count()
+        let deinits = Counter()
         var futures: [Future<Int>] = []
         do {
             let root = FutureSource<Int>()
