@@ -79,13 +79,19 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     @inlinable @discardableResult
     public func whenCancelled(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                               _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {
-        guard let owner = _owner else { return CancelRegistration(neverRuns: true) }
-        let node = _HandlerNode(handler)
-        let status = _addHandler(owner, node, queue, unless)
-        // Built here, inlined into the caller, so a discarded registration
-        // costs no reference counting.
-        return status == Int32(CF_REG_ADDED) ? CancelRegistration(owner: owner, node: node)
-                                             : CancelRegistration(neverRuns: status != Int32(CF_REG_CANCELLED))
+        // The same token as both never runs.
+        guard let owner = _owner, unless._owner !== owner else { return CancelRegistration(neverRuns: true) }
+        switch _meet(owner, unless: unless, queueBehindStartedWork: true) {
+        case .runNow:
+            _runNow(queue, handler)
+            return CancelRegistration(neverRuns: false)
+        case .neverRuns, .unlessFirst:
+            return CancelRegistration(neverRuns: true)
+        case .push:
+            let node = _HandlerNode(handler)
+            node._setThreading(queue)
+            return _add(node, unless: unless)
+        }
     }
 }
 

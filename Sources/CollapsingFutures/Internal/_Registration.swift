@@ -1,12 +1,14 @@
 // The registration path: every way a registration meets a token's C state
-// word, in one file. Public entry points (`whenCancelled`, the continuations,
-// the combinators' bookkeeping) call these:
-//   CancelToken._addHandler        user handlers (`whenCancelled`)
-//   CancelToken._whenCancelledInline / _whenSettledInline
-//                                  the library's own bookkeeping (inline)
-//   _chain                         continuations on a future's token
-//   CancelToken._add               a node with its `unless` link
-//   _register                      the push, and the settled-token fallback
+// word, in one file, as three steps every caller takes in the same order:
+//   _meet      one read of the word (and of `unless`): what to do now, a
+//              `_Meeting` the caller switches over once — run now (no node
+//              is allocated), never run, `unless` came first, or push;
+//   _add       push a node with its `unless` link (companion);
+//   _register  the C push, and the fallback when the token settled between
+//              `_meet` and the push (claim the unlinked node, run or discard).
+// Callers say only what "run now", "never" and "unless first" mean for
+// them: `whenCancelled` (user handlers), `_whenCancelledInline` and
+// `_whenSettledInline` (the library's bookkeeping), `_chain` (continuations).
 // Nodes themselves (what run, discard and remove do) are in Internal/Nodes/.
 import CCollapsingFutures
 import Dispatch
@@ -53,6 +55,50 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
 @inlinable var _wImmortal: UInt { UInt(CF_W_IMMORTAL) }
 @inlinable var _wTerminal: UInt { UInt(CF_W_TERMINAL) }
 
+/// What a registration finds when it meets a token: the one decision of the
+/// registration path, taken from one read of the token's word.
+@usableFromInline
+enum _Meeting {
+    /// Still cancellable: allocate the node and push it (`_add`).
+    case push
+    /// Already cancelled: run at once, without a node.
+    case runNow
+    /// Immortal (or `.immortal`): it will never run.
+    case neverRuns
+    /// The `unless` token is already cancelled: stopped before it started.
+    case unlessFirst
+}
+
+/// Decides how a registration on the token stored in `owner` meets it.
+/// `queueBehindStartedWork`: a registration on a cancelled token made inside
+/// a handler that has started work still waiting queues behind that work
+/// (cf_core.h, "Drain order") instead of running now; the library's inline
+/// bookkeeping runs now.
+@usableFromInline @inline(__always)
+func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool) -> _Meeting {
+    if unless.isCancelled { return .unlessFirst }
+    let w = cf_token_load(_tokenPtr(owner))
+    if w & _wImmortal != 0 { return .neverRuns }
+    if w & _wCancelled != 0 && !(queueBehindStartedWork && cf_drain_must_queue() != 0) { return .runNow }
+    return .push
+}
+
+/// Runs what a registration on an already-cancelled token runs: on `queue`
+/// if one was given (other than `.completingThread`), else inline — the
+/// registering thread is the completing one here, so the main-thread rule
+/// holds without a hop.
+/// (`run` is a handler or a continuation body: the public API required its
+/// parts to be `Sendable`; the body's type just does not say so.)
+@usableFromInline
+func _runNow(_ queue: DispatchQueue?, _ run: @escaping () -> Void) {
+    if let queue, queue !== DispatchQueue.completingThread {
+        nonisolated(unsafe) let run = run
+        queue.async { run() }
+    } else {
+        run()
+    }
+}
+
 /// Attaches a continuation to the future `source` (non-generic: the body was
 /// specialized by the caller). `output` is failed or made immortal when the
 /// continuation can never run. `inline`: library bookkeeping, run on the
@@ -64,23 +110,22 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
     // The source's own completion token is never cancelled *before* the
     // source completes: as `unless`, it never stops anything.
     let unless = unless._owner === source ? CancelToken.immortal : unless
-    if unless.isCancelled {
+    switch _meet(source, unless: unless, queueBehindStartedWork: true) {
+    case .unlessFirst:
         body(false)
         return CancelRegistration(neverRuns: true)
-    }
-    let w = cf_token_load(_tokenPtr(source))
-    if w & _wImmortal != 0 {
+    case .neverRuns:
         // Never runs; the output can still fail if `unless` is cancelled.
         if let output { _failOnUnless(output, unless._owner, body) }
         return CancelRegistration(neverRuns: true)
-    }
-    let node = _ContinuationNode(output: output, body)
-    if !inline { node._setThreading(queue) }
-    if w & _wCancelled != 0 && cf_drain_must_queue() == 0 {
-        if cf_node_claim(node._ptr, UInt(CF_N_CLAIMED)) != 0 { node._dispatchRun() }
+    case .runNow:
+        if inline { body(true) } else { _runNow(queue) { body(true) } }
         return CancelRegistration(neverRuns: false)
+    case .push:
+        let node = _ContinuationNode(output: output, body)
+        if !inline { node._setThreading(queue) }
+        return CancelToken(_owner: source)._add(node, unless: unless)
     }
-    return CancelToken(_owner: source)._add(node, unless: unless)
 }
 
 /// The output of a continuation that will never run (its source is
@@ -107,29 +152,6 @@ func _tryImmortalizeFuture(_ f: AnyObject) -> Bool {
 }
 
 extension CancelToken {
-    /// Runs, drops or registers `node`; returns CF_REG_ADDED, CF_REG_CANCELLED
-    /// (it ran) or CF_REG_IMMORTAL (it will never run).
-    @usableFromInline
-    func _addHandler(_ owner: AnyObject, _ node: _HandlerNode, _ queue: DispatchQueue?, _ unless: CancelToken) -> Int32 {
-        let w = cf_token_load(_tokenPtr(owner))
-        if w & _wImmortal != 0 || unless._owner === owner || unless.isCancelled {
-            node.handler = nil
-            return Int32(CF_REG_IMMORTAL)
-        }
-        node._setThreading(queue)
-        if w & _wCancelled != 0 && cf_drain_must_queue() == 0 {
-            if cf_node_claim(node._ptr, UInt(CF_N_CLAIMED)) != 0 { node._dispatchRun() }
-            return Int32(CF_REG_CANCELLED)
-        }
-        if unless._owner == nil {
-            // The common case, without the unless link.
-            return _register(owner, node)
-        }
-        let r = _add(node, unless: unless)
-        if r._node != nil { return Int32(CF_REG_ADDED) }
-        return r._neverRuns ? Int32(CF_REG_IMMORTAL) : Int32(CF_REG_CANCELLED)
-    }
-
     /// The library's own handlers (links between sources, timers, combinator
     /// bookkeeping): `action` runs inline on the cancelling thread, with no
     /// main-queue hop and no queue — at once if this token is already
@@ -140,17 +162,20 @@ extension CancelToken {
     @discardableResult
     func _whenCancelledInline(unless: CancelToken, removeOnUnlessImmortal: Bool = false,
                               _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
-        // One read of the word: with two (cancelled? then still cancellable?)
-        // a cancel landing in between made both false and dropped `action`
-        // (found by the fuzz harness: an unless-style withTimeout that never
-        // learned of its cancelled `unless`).
-        let w = _word
-        if w & _wCancelled != 0 {
+        // One read of the word (in `_meet`): with two (cancelled? then still
+        // cancellable?) a cancel landing in between made both false and
+        // dropped `action` (found by the fuzz harness: an unless-style
+        // withTimeout that never learned of its cancelled `unless`).
+        guard let owner = _owner else { return CancelRegistration(neverRuns: true) }
+        switch _meet(owner, unless: unless, queueBehindStartedWork: false) {
+        case .runNow:
             action()
             return CancelRegistration(neverRuns: false)
+        case .neverRuns, .unlessFirst:
+            return CancelRegistration(neverRuns: true)
+        case .push:
+            return _add(_HandlerNode(action), unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
         }
-        if w & _wImmortal != 0 { return CancelRegistration(neverRuns: true) }
-        return _add(_HandlerNode(action), unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
     }
 
     /// Library bookkeeping that must happen once the token settles either
@@ -158,8 +183,11 @@ extension CancelToken {
     /// timer): `action` runs inline on the settling thread when the token is
     /// cancelled or becomes immortal, at once if it already has.
     func _whenSettledInline(_ action: @escaping @Sendable () -> Void) {
-        guard let owner = _owner, canStillBeCancelled else { action(); return }
-        _ = _register(owner, _HandlerNode(runOnDiscard: true, action))
+        guard let owner = _owner else { action(); return }
+        switch _meet(owner, unless: .immortal, queueBehindStartedWork: false) {
+        case .runNow, .neverRuns, .unlessFirst: action()
+        case .push: _ = _register(owner, _HandlerNode(runOnDiscard: true, action))
+        }
     }
 
     /// Registers `node` with the optional `unless` link. If the token settled
