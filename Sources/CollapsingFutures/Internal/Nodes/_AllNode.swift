@@ -11,14 +11,9 @@ final class _AllNode: _Node, @unchecked Sendable {
         self.remaining = remaining
     }
     override func _run() {
-        let s = storage
-        storage = nil
+        let s = storage.take()
         if remaining.tick() { s?.settle(_wCancelled) }
     }
-    override func _discard() {
-        let s = storage
-        storage = nil
-        s?.settle(_wImmortal)
-    }
+    override func _discard() { storage.take()?.settle(_wImmortal) }
     override func _removed(byUnless: Bool) { storage = nil }
 }

@@ -23,14 +23,9 @@ final class _HandlerNode: _Node, @unchecked Sendable {
         super.init()
     }
 
-    @usableFromInline override func _run() {
-        let h = handler
-        handler = nil
-        h?()
-    }
+    @usableFromInline override func _run() { handler.take()?() }
     @usableFromInline override func _discard() {
-        let h = handler
-        handler = nil
+        let h = handler.take()
         if runOnDiscard { h?() }
     }
     @usableFromInline override func _removed(byUnless: Bool) {

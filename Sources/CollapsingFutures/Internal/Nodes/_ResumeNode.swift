@@ -21,9 +21,7 @@ final class _ResumeNode<T: Sendable>: _Node, @unchecked Sendable {
     }
 
     private func resume(_ r: Result<T, any Error>) {
-        let c = continuation
-        continuation = nil
-        c?.resume(with: r)
+        continuation.take()?.resume(with: r)
     }
     override func _run() { resume(onRun()) }
     override func _discard() { resume(.failure(onDiscard)) }

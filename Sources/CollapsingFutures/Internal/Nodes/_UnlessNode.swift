@@ -13,14 +13,9 @@ final class _UnlessNode: _Node, @unchecked Sendable {
         self.removeOnDiscard = removeOnDiscard
     }
 
-    override func _run() {
-        let t = target
-        target = nil
-        t?._removeByUnless()
-    }
+    override func _run() { target.take()?._removeByUnless() }
     override func _discard() {
-        let t = target
-        target = nil
+        let t = target.take()
         if removeOnDiscard { t?._removeQuietly() }
     }
     override func _removed(byUnless: Bool) { target = nil }
