@@ -7,7 +7,11 @@ import Dispatch
 /// compiled specialized for the caller's types: running it touches no generic
 /// metadata. A `then` step costs three allocations: the output future, this
 /// node and the body's context (plus the caller's closure context, if its
-/// closure captures anything).
+/// closure captures anything); on a future that already completed there is
+/// no node (`_meet` says run now). Removing the context would need the
+/// user's function stored in the node without its type (a generic node's
+/// field is stored at maximal abstraction, which costs a reabstraction
+/// thunk allocation instead).
 @usableFromInline
 final class _ContinuationNode: _Node, @unchecked Sendable {
     /// `body(true)`: the source completed; `body(false)`: `unless` fired first.
