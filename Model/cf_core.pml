@@ -12,13 +12,17 @@
  * (a node not yet published, the list a settler took or a cleaner holds under
  * CF_W_CLEANING, the per-thread drain queue) are merged into the neighbouring
  * step. The Swift layer's calls into the core (Sources/CollapsingFutures:
- * _addHandler, _register, remove(), the node callback, _trySetFuture,
- * _detectCycle) are modelled on top, with the two references per node.
+ * whenCancelled with _meet / _add / _register, remove(), the node callback, _trySetFuture /
+ * _setFuture, _walk, the _FlattenNode forwarder) are modelled on top, with
+ * the two references per node.
  *
  * Step table: `@step <id> | <C function> | <snippet of the C line>`.
  * Model/check-steps.sh finds each snippet exactly once inside that function
  * of cf_core.c and prints `<id> -> cf_core.c:LINE`; each <id> also marks the
- * model step(s) it names (`@<id>` in a comment next to the d_step). A snippet
+ * model step(s) it names (`@<id>` in a comment next to the d_step): one C
+ * line is named once and may mark several model steps (wants_len: the
+ * last_len load of wants_clean, reached from cf_node_remove, from the
+ * re-check in try_clean and from the re-check in debug_count). A snippet
  * starting with ^ must start the (trimmed) line.
  *
  * @step token_load      | cf_token_load         | return AO_load_acquire(W(&t->word));
@@ -48,40 +52,56 @@
  * @step clean_len       | try_clean             | AO_store(W(&t->last_len), kept);
  * @step clean_dead      | try_clean             | AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
  * @step clean_reload    | try_clean             | AO_t cur_w = AO_load(W(&t->word));
- * @step clean_clear     | try_clean             | AO_fetch_compare_and_swap_release(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+ * @step clean_clear     | try_clean             | AO_fetch_compare_and_swap_full(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
  * @step clean_call      | try_clean             | fn(unlinked->ctx, CF_EV_UNLINK);
+ * @step clean_recheck   | try_clean             | if (!wants_clean(t, AO_load(W(&t->dead)))) return;
+ * @step wants_len       | wants_clean           | AO_load(W(&t->last_len)) / 2
  * @step remove_cas      | cf_node_remove        | AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, CF_N_REMOVED)
- * @step remove_inc      | cf_node_remove        | AO_fetch_and_add1(W(&t->dead))
- * @step remove_len      | cf_node_remove        | AO_load(W(&t->last_len)) / 2) try_clean(t);
+ * @step remove_inc      | cf_node_remove        | AO_fetch_and_add1_full(W(&t->dead))
+ * @step remove_trigger  | cf_node_remove        | if (wants_clean(t, dead)) try_clean(t);
  * @step node_claim      | cf_node_claim         | return AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, fate);
  * @step dbg_load        | debug_count           | AO_t w = AO_load_acquire(W(&t->word));
  * @step dbg_cas         | debug_count           | AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)
  * @step dbg_state       | debug_count           | AO_load_acquire(W(&n->state)) == CF_N_LIVE) count++;
  * @step dbg_reload      | debug_count           | AO_t cur_w = AO_load(W(&t->word));
- * @step dbg_clear       | debug_count           | AO_fetch_compare_and_swap_release(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+ * @step dbg_clear       | debug_count           | AO_fetch_compare_and_swap_full(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+ * @step dbg_recheck     | debug_count           | if (wants_clean(t, AO_load(W(&t->dead)))) try_clean(t);
  * @step future_claim    | cf_future_claim       | return AO_compare_and_swap_full(W(&f->claim), expected, desired);
  * @step future_load     | cf_future_claim_load  | return AO_load_acquire(W(&f->claim));
  *
  * Swift-layer steps (not line-checked; the Swift files change independently):
- *   swift_retain   Internal/_Node.swift _register: Unmanaged.passRetained (the list's reference)
+ *   swift_retain   Internal/_Registration.swift _register: Unmanaged.passRetained (the list's reference)
  *   swift_release  any release of a node reference; the last one frees the node
- *   add            CancelToken._addHandler (cf_token_load, inline claim, _register)
+ *   add            CancelToken.whenCancelled: _meet (one cf_token_load: run now, never, or push), then
+ *                  _add / _register (Internal/_Registration.swift). Run now has no node in Swift; the
+ *                  model claims the still-private node instead (always won: nobody else can reach it)
  *   register       _register (cf_token_register, then enqueue / claim + run inline)
  *   remove         CancelRegistration.remove() and _removeByUnless
- *   callback       the cf_node.fn closure of _Node.init (takeRetainedValue + event)
- *   set_future     Future._trySetFuture; detect_cycle: Future._detectCycle (Brent)
+ *   callback       the cf_node.fn closure of _Node.init (Internal/Nodes/_Node.swift: takeRetainedValue + event)
+ *   set_future     Future._trySetFuture (Future._setFuture): claim, pre-walk, _target, FLATTENING,
+ *                  walk, then the forwarder (Internal/Nodes/_FlattenNode.swift) on the walk's end
+ *   walk           Future._walk (Brent), run twice by _setFuture
  *
  * Memory model: sequentially consistent, except that with -DSTOREBUF (set by
  * the flat-acq mutant) the FLATTENING publication may sit in a per-thread
  * store buffer (forwarded to the thread's own loads, flushed at any time by
  * the `flusher` process, and drained before every full-barrier operation).
+ * So the full increment of `dead` and the full clearing CAS of try_clean
+ * and of debug_count (the store-buffering pair that makes a remover which
+ * leaves on CLEANING visible to that cleaner's re-check) are ordinary steps
+ * here; the recheck-early mutant shows what their ordering prevents.
  *
- * Configurations (-DCFG_*): RACE, IMMORTAL, NESTED1, NESTED2, CHURN,
- * CHURN_SEQ, PROGRESS, CYCLEP2, CYCLEP3, CYCLE2, CYCLE3, FSET; -DLIVENESS adds
- * the termination LTL property to any of them. Mutants (-DMUT_*): CLAIM_LS,
- * FCLAIM_LS, CLEAR_STORE, CLEAR_NORETRY, SETTLE_NOWAIT, REG_DROP_CLEANING,
- * FLAT_ACQ, FREE_FIRST, LIFO, SPLICE_AFTER, NO_CLEAN (each marked MUTANT at
- * the line it replaces). Properties P1-P10: see Model/README.md.
+ * Configurations (-DCFG_*): RACE, IMMORTAL, NESTED1, NESTED2, CHURN
+ * (-DCHURN_DCOUNT: with a concurrent debug_count), CHURN_SEQ, CHURN_WIDE,
+ * PROGRESS, CYCLEP2, CYCLEP3, CYCLE2, CYCLE3, CHAIN, FSET; -DLIVENESS adds
+ * the termination LTL property to any of them; -DCLEAN_MIN=k (at least 2,
+ * default 2), -DLEN_SLACK=k and -DLEN_WITNESS=1|2 probe P6;
+ * -DCHAIN_WITNESS=1|2 shows CHAIN's pre-walk through the existing chain.
+ * Mutants (-DMUT_*): CLAIM_LS, FCLAIM_LS, CLEAR_STORE, CLEAR_NORETRY,
+ * SETTLE_NOWAIT, REG_DROP_CLEANING, FLAT_ACQ, FREE_FIRST, LIFO, SPLICE_AFTER,
+ * NO_CLEAN, NO_RECHECK, CLEAN_GIVEUP, RECHECK_EARLY, MIN_ONE,
+ * DCOUNT_NORECHECK, PREWALK_ONLY (each marked MUTANT at the line it
+ * replaces). Properties P1-P10: see Model/README.md.
  *
  * Structure. Promela has no calls and inlines are macros, so the functions
  * that are reached from several places (cf_token_settle, cf_token_register,
@@ -122,7 +142,7 @@
 #define ACT(k, a) (((k) << 4) | (a))
 /* Thread programs: one operation per entry. */
 #define O_END    0
-#define O_ADD    1   /* CancelToken.whenCancelled(handler) -> _addHandler */
+#define O_ADD    1   /* CancelToken.whenCancelled(handler): _meet, then _add / _register */
 #define O_REMOVE 2   /* CancelRegistration.remove() */
 #define O_DROP   3   /* the CancelRegistration goes out of scope */
 #define O_CANCEL 4   /* CancelTokenSource.cancel / a future completing: cf_token_settle(CANCELLED) */
@@ -130,34 +150,35 @@
 #define O_DCOUNT 6   /* cf_token_debug_count */
 #define O_SETF   7   /* Future a ._trySetFuture(Future b), forwarder node a+1 */
 #define O_TRYSET 8   /* Future a ._trySet(value) */
-#define O_ALLOC  9   /* allocate node a if its slot is free, else skip the next 3 operations */
+#define O_ALLOC  9   /* allocate node a if its slot is free, else skip the next b operations (0: 3) */
 #define O_LOOP  10   /* start over */
 #define P(t, k, kind, a, b) :: me == t && pc == k -> opk = kind; opa = a; opb = b
 
 /* ------------------------------------------------------------ configurations */
 #if defined(CFG_RACE)
 /* Registration and removal (with cleanup) racing cancel: 3 threads, 1 token,
-   3 nodes; node 1 is removed below node 2 (interior: cleaned up). */
+   3 nodes; node 1 is removed below node 2 (interior: cleaned up by T0's
+   second removal, which meets the trigger, or by T1's, while T1 may still
+   push). */
 #define NP 3
 #define NN 3
 #define NT 1
-#define CLEAN_MIN 1
 #define CHECK_FIFO
 #define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
-#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,1,0) P(0,3,O_DROP,1,0) P(0,4,O_DROP,2,0) \
+#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,1,0) P(0,3,O_REMOVE,2,0) P(0,4,O_DROP,1,0) P(0,5,O_DROP,2,0) \
                   P(1,0,O_ADD,3,0) P(1,1,O_REMOVE,3,0) P(1,2,O_DROP,3,0) \
                   P(2,0,O_CANCEL,0,0)
 #define CFG_END   assert(word[0] == W_CANCELLED)
 
 #elif defined(CFG_IMMORTAL)
-/* Registration racing cancel and immortalize; exactly one settle wins. */
+/* Registration, removal and cleanup (the second removal meets the trigger)
+   racing cancel and immortalize; exactly one settle wins. */
 #define NP 3
 #define NN 2
 #define NT 1
-#define CLEAN_MIN 1
 #define CHECK_FIFO
 #define CFG_INIT  tok[1] = 0; tok[2] = 0
-#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,2,0) P(0,3,O_DROP,1,0) P(0,4,O_DROP,2,0) \
+#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,1,0) P(0,3,O_REMOVE,2,0) P(0,4,O_DROP,1,0) P(0,5,O_DROP,2,0) \
                   P(1,0,O_CANCEL,0,0) \
                   P(2,0,O_IMMORT,0,0)
 #define CFG_END   assert(word[0] == W_CANCELLED || word[0] == W_IMMORTAL)
@@ -175,9 +196,7 @@
      5 on 1: run = cancel token 2 (from an inline handler: queued)
      6 on 2: no action
    Expected (synchronous recursion): 1, 3, 5, 6, 4 run; 2 is removed by 3. */
-#define NN 7
 #define NT 3
-#define CLEAN_MIN 1
 #define CHECK_FIFO
 #define CHECK_ORDER
 #define CFG_INIT0 tok[1] = 0; tok[2] = 0; tok[3] = 1; tok[4] = 0; tok[5] = 1; tok[6] = 2; tok[7] = 0; \
@@ -188,45 +207,61 @@
                   P(0,5,O_DROP,1,0) P(0,6,O_DROP,2,0) P(0,7,O_DROP,3,0) P(0,8,O_DROP,6,0)
 #if defined(CFG_NESTED1)
 #define NP 1
+#define NN 7
 #define CFG_INIT  CFG_INIT0
 #define PROGRAM   PROG0
 #define CFG_END   assert(ran[1] && ran[3] && ran[4] && ran[5] && ran[6] && st[2] == REMOVED && !ran[2]); \
                   assert(word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)
 #else
-/* A second thread registers and removes node 7 on token 0 (run = remove
-   node 6, whose registration it holds) and cancels token 2 while thread 0
-   drains. */
+/* A second thread registers and removes nodes 8 (no action) and 7 (run =
+   remove node 6, whose registration it holds) on token 0, the second
+   removal cleaning up while thread 0 registers and cancels, then cancels
+   token 2 while thread 0 drains. */
 #define NP 2
-#define CFG_INIT  CFG_INIT0; ra1[7] = ACT(A_REMOVE, 6); hold[7] = 6
-#define PROGRAM   PROG0 P(1,0,O_ADD,7,0) P(1,1,O_REMOVE,7,0) P(1,2,O_DROP,7,0) P(1,3,O_CANCEL,2,0)
+#define NN 8
+#define CFG_INIT  CFG_INIT0; ra1[7] = ACT(A_REMOVE, 6); hold[7] = 6; tok[8] = 0
+#define PROGRAM   PROG0 P(1,0,O_ADD,8,0) P(1,1,O_ADD,7,0) P(1,2,O_REMOVE,8,0) P(1,3,O_REMOVE,7,0) \
+                  P(1,4,O_DROP,8,0) P(1,5,O_DROP,7,0) P(1,6,O_CANCEL,2,0)
 #define CFG_END   assert(ran[1] && ran[3] && ran[4] && ran[5] && st[2] == REMOVED && !ran[2]); \
                   assert(word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)
 #endif
 
-#elif defined(CFG_CHURN) || defined(CFG_CHURN_SEQ)
+#elif defined(CFG_CHURN) || defined(CFG_CHURN_SEQ) || defined(CFG_CHURN_WIDE)
 /* Register/remove churn forever on recycled node slots, so a freed head
-   comes back (the ABA case of the push), with amortized cleanup and a
-   cancel at any point.
+   comes back (the ABA case of the push), with amortized cleanup, and P6 (the
+   quiescent list bound, see len_bound below) checked in every state.
    CHURN: threads 0 and 1 churn (nodes 1-2 and 3; with -DNN=4, 1-2 and 3-4),
-   thread 2 cancels: safety and ABA. With -DLEN_SLACK=k it also asserts the
-   list bound below, which two churning threads break (Model/README.md).
-   CHURN_SEQ: one thread churns over nodes 1-4, another cancels; P6 holds:
-   removed-but-linked <= max(CLEAN_MIN - 1, last_len / 2) + 1. */
+   thread 2 cancels at any point (with -DNP=2 nobody cancels: run.sh's
+   churn-bound, two churning threads over four slots).
+   CHURN_SEQ: one thread churns over nodes 1-4, another cancels.
+   -DCHURN_DCOUNT: in CHURN thread 2 runs one debug_count instead of the
+   cancel (run.sh's churn-dcount), in CHURN_SEQ thread 1 runs debug_count
+   forever (churn-seq-dcount).
+   CHURN_WIDE: thread 0 keeps up to three registrations (nodes 1-3), thread 1
+   two (4-5), so a cleanup can keep 4 nodes and the last_len / 2 term of P6
+   exceeds CLEAN_MIN - 1 (in the other two it is at most 1). */
 #define NT 1
 #define CHURN
+#define CHECK_LEN
 #define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
 #define CHURN_OPS(t, k, n) P(t,k,O_ALLOC,n,0) P(t,k+1,O_ADD,n,0) P(t,k+2,O_REMOVE,n,0) P(t,k+3,O_DROP,n,0)
 #if defined(CFG_CHURN_SEQ)
 #define NP 2
 #define NN 4
-#ifndef CLEAN_MIN
-#define CLEAN_MIN 2
-#endif
-#ifndef LEN_SLACK
-#define LEN_SLACK 1
-#endif
+#ifndef CHURN_DCOUNT
 #define PROGRAM   CHURN_OPS(0,0,1) CHURN_OPS(0,4,2) CHURN_OPS(0,8,3) CHURN_OPS(0,12,4) P(0,16,O_LOOP,0,0) \
                   P(1,0,O_CANCEL,0,0)
+#else
+#define PROGRAM   CHURN_OPS(0,0,1) CHURN_OPS(0,4,2) CHURN_OPS(0,8,3) CHURN_OPS(0,12,4) P(0,16,O_LOOP,0,0) \
+                  P(1,0,O_DCOUNT,0,0) P(1,1,O_LOOP,0,0)
+#endif
+#elif defined(CFG_CHURN_WIDE)
+#define NP 2
+#define NN 5
+#define REG2(t, k, n) P(t,k,O_ALLOC,n,1) P(t,k+1,O_ADD,n,0)
+#define UNREG2(t, k, n) P(t,k,O_REMOVE,n,0) P(t,k+1,O_DROP,n,0)
+#define PROGRAM   REG2(0,0,1) REG2(0,2,2) REG2(0,4,3) UNREG2(0,6,1) UNREG2(0,8,2) UNREG2(0,10,3) P(0,12,O_LOOP,0,0) \
+                  REG2(1,0,4) REG2(1,2,5) UNREG2(1,4,4) UNREG2(1,6,5) P(1,8,O_LOOP,0,0)
 #else
 #ifndef NP
 #define NP 3
@@ -234,42 +269,45 @@
 #ifndef NN
 #define NN 3
 #endif
-#ifndef CLEAN_MIN
-#define CLEAN_MIN 1
+#ifndef CHURN_DCOUNT
+#define T2_OP O_CANCEL
+#else
+#define T2_OP O_DCOUNT  /* -DCHURN_DCOUNT: thread 2 counts instead of cancelling (run.sh's churn-dcount) */
 #endif
 #if NN == 3
 #define PROGRAM   CHURN_OPS(0,0,1) CHURN_OPS(0,4,2) P(0,8,O_LOOP,0,0) \
                   CHURN_OPS(1,0,3) P(1,4,O_LOOP,0,0) \
-                  P(2,0,O_CANCEL,0,0)
+                  P(2,0,T2_OP,0,0)
 #else
 #define PROGRAM   CHURN_OPS(0,0,1) CHURN_OPS(0,4,2) P(0,8,O_LOOP,0,0) \
                   CHURN_OPS(1,0,3) CHURN_OPS(1,4,4) P(1,8,O_LOOP,0,0) \
-                  P(2,0,O_CANCEL,0,0)
+                  P(2,0,T2_OP,0,0)
 #endif
-#endif
-#ifdef LEN_SLACK
-#define CHECK_LEN
 #endif
 #define CFG_END   skip
 
 #elif defined(CFG_PROGRESS)
 /* Cancel must terminate under weak fairness (no livelock through the
-   CLEANING wait), with a cleaner, a concurrent push and debug_count. */
+   CLEANING wait), and so must the cleaner's loops (the CLEANING CAS retried
+   after a concurrent push, the re-check pass), with a concurrent push,
+   removal and debug_count. T0's second removal cleans; T1's removal of 3
+   while T0 holds CLEANING makes T0's re-check start a second pass (list
+   2, 1, 3: the first pass unlinks 1 and keeps 3, so last_len = 2). */
 #define NP 3
 #define NN 3
 #define NT 1
-#define CLEAN_MIN 1
 #define PROGRESS
 #define CFG_INIT  tok[1] = 0; tok[2] = 0; tok[3] = 0
-#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,1,0) P(0,3,O_DROP,1,0) P(0,4,O_DROP,2,0) \
-                  P(1,0,O_ADD,3,0) P(1,1,O_DCOUNT,0,0) P(1,2,O_DROP,3,0) \
+#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_ADD,2,0) P(0,2,O_REMOVE,1,0) P(0,3,O_REMOVE,2,0) P(0,4,O_DROP,1,0) P(0,5,O_DROP,2,0) \
+                  P(1,0,O_ADD,3,0) P(1,1,O_REMOVE,3,0) P(1,2,O_DCOUNT,0,0) P(1,3,O_DROP,3,0) \
                   P(2,0,O_CANCEL,0,0)
 #define CFG_END   assert(word[0] == W_CANCELLED)
 
 #elif defined(CFG_CYCLEP2) || defined(CFG_CYCLEP3)
-/* The claim-word protocol alone, as cf_future_claim documents it: claim
-   (full), write target, publish FLATTENING (full), walk. Threads close a
-   cycle concurrently; at least one must detect it. */
+/* The claim-word protocol alone, as _setFuture uses it: claim (full),
+   pre-walk from the other future, write target (the pre-walk's end), publish
+   FLATTENING (full), walk from the target. Threads close a cycle
+   concurrently; at least one must detect it. */
 #define CYCLE_PROTO
 #define NN 1
 #define NF NT
@@ -286,17 +324,17 @@
 #define CFG_END   assert(ndetect >= 1)
 
 #elif defined(CFG_CYCLE2) || defined(CFG_CYCLE3)
-/* Future._trySetFuture as written: claim, target, FLATTENING, register the
-   forwarder (_FlattenNode) on the target's token, walk. Every future of a
-   cycle closed concurrently ends immortal. Forwarder of future i: node i+1,
-   on the target's token; run = cancel i (complete), discard = immortalize i. */
+/* Future._trySetFuture as written: claim, pre-walk, target, FLATTENING,
+   walk, register the forwarder (_FlattenNode) on the walk's end. Every
+   future of a cycle closed concurrently ends immortal. Forwarder of future
+   i: node i+1, on the token of its walk's end (set when it registers); run =
+   cancel i (complete), discard = immortalize i. */
 #define NF NT
 #if defined(CFG_CYCLE2)
 #define NP 2
 #define NN 2
 #define NT 2
-#define CFG_INIT  tok[1] = 1; tok[2] = 0; \
-                  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
+#define CFG_INIT  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
                   ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1)
 #define PROGRAM   P(0,0,O_SETF,0,1) P(1,0,O_SETF,1,0)
 #define CFG_END   assert(ndetect >= 1 && word[0] == W_IMMORTAL && word[1] == W_IMMORTAL)
@@ -304,13 +342,42 @@
 #define NP 3
 #define NN 3
 #define NT 3
-#define CFG_INIT  tok[1] = 1; tok[2] = 2; tok[3] = 0; \
-                  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
+#define CFG_INIT  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
                   ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1); \
                   ra1[3] = ACT(A_CANCEL, 2); da[3] = ACT(A_IMMORT, 2)
 #define PROGRAM   P(0,0,O_SETF,0,1) P(1,0,O_SETF,1,2) P(2,0,O_SETF,2,0)
 #define CFG_END   assert(ndetect >= 1 && word[0] == W_IMMORTAL && word[1] == W_IMMORTAL && word[2] == W_IMMORTAL)
 #endif
+
+#elif defined(CFG_CHAIN)
+/* The pre-walk through an existing chain. T1 sets future 1 to future 2 (the
+   chain), then future 2 to future 0; T0 sets future 0 to future 1 at any
+   point (once the chain exists its pre-walk goes through 1 and it targets
+   and forwards from 2, the chain's end); T2 completes future 2 at any point.
+   If T2 wins future 2's claim, nothing is a cycle and every future ends
+   completed (0 and 1 through their forwarders, possibly both on 2);
+   otherwise T1 closed the cycle 0 -> (1 ->) 2 -> 0 through the chain's end,
+   someone detected it, and every future of it ends immortal.
+   -DCHAIN_WITNESS=1 (2): spin shows an end state where future 0 targeted 2
+   and its forwarder went on 2's token, in the cycle (the completed)
+   outcome: run.sh requires both. */
+#define NP 3
+#define NN 3
+#define NT 3
+#define NF 3
+#define CFG_INIT  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
+                  ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1); \
+                  ra1[3] = ACT(A_CANCEL, 2); da[3] = ACT(A_IMMORT, 2)
+#define PROGRAM   P(0,0,O_SETF,0,1) P(1,0,O_SETF,1,2) P(1,1,O_SETF,2,0) P(2,0,O_TRYSET,2,0)
+#if defined(CHAIN_WITNESS)
+#define CHAIN_SEEN (target[0] == 3 && used[1] && tok[1] == 2 && claimer[2] == (CHAIN_WITNESS == 1 -> 2 : 3))
+#else
+#define CHAIN_SEEN 0
+#endif
+#define CFG_END   assert(claimer[2] == 2 || claimer[2] == 3); \
+                  assert(claimer[2] != 3 || (word[0] == W_CANCELLED && word[1] == W_CANCELLED && word[2] == W_CANCELLED)); \
+                  assert(claimer[2] != 2 || (ndetect >= 1 && word[0] == W_IMMORTAL && word[1] == W_IMMORTAL && word[2] == W_IMMORTAL)); \
+                  assert(!CHAIN_SEEN)
 
 #elif defined(CFG_FSET)
 /* Two futures set to each other while a third thread completes future 0:
@@ -320,8 +387,7 @@
 #define NN 2
 #define NT 2
 #define NF 2
-#define CFG_INIT  tok[1] = 1; tok[2] = 0; \
-                  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
+#define CFG_INIT  ra1[1] = ACT(A_CANCEL, 0); da[1] = ACT(A_IMMORT, 0); \
                   ra1[2] = ACT(A_CANCEL, 1); da[2] = ACT(A_IMMORT, 1)
 #define PROGRAM   P(0,0,O_SETF,0,1) P(1,0,O_SETF,1,0) P(2,0,O_TRYSET,0,0)
 #define CFG_END   assert((word[0] & W_TERMINAL) && (word[1] & W_TERMINAL)); \
@@ -335,8 +401,21 @@
 #ifndef NF
 #define NF 0
 #endif
+/* CF_CLEAN_MIN is 16 in C; the model uses 2 so that cleanups happen with
+   2-5 nodes. cf_core.c asserts CF_CLEAN_MIN >= 2: with 1, a removed head
+   (never unlinked) alone meets the trigger, and the re-check loops forever
+   (the min-one mutant). */
+#if defined(MUT_MIN_ONE)
+#define CLEAN_MIN 1                                           /* MUTANT min-one */
+#endif
 #ifndef CLEAN_MIN
-#define CLEAN_MIN 1
+#define CLEAN_MIN 2
+#endif
+#if CLEAN_MIN < 2 && !defined(MUT_MIN_ONE)
+#error "cf_core.c: _Static_assert(CF_CLEAN_MIN >= 2)"
+#endif
+#ifndef LEN_SLACK
+#define LEN_SLACK 0
 #endif
 #if defined(MUT_FLAT_ACQ)
 #define STOREBUF
@@ -345,7 +424,7 @@
 /* ------------------------------------------------------------------ state */
 /* cf_token: one per token; futures 0..NF-1 use tokens 0..NF-1 */
 byte word[NT];        /* cf_token.word */
-byte dead[NT];        /* cf_token.dead (wraps like an AO_t) */
+short dead[NT];       /* cf_token.dead (AO_t, read as intptr_t by wants_clean: can be briefly negative) */
 byte last_len[NT];    /* cf_token.last_len */
 /* cf_node (index 0 unused) */
 byte st[NN + 1];      /* cf_node.state */
@@ -356,7 +435,11 @@ bit  alive[NN + 1];   /* allocated and not freed */
 bit  holding[NN + 1]; /* the node (an unless link) still holds the registration of node hold[n] */
 bit  hasreg[NN + 1];  /* the registering thread holds a CancelRegistration on it */
 /* configuration constants: never change after init, so kept out of the state vector */
+#if NF > 0
+byte tok[NN + 1];                     /* token the node registers on (a forwarder's: the end of its walk, so state) */
+#else
 hidden byte tok[NN + 1];              /* token the node registers on */
+#endif
 hidden byte ra1[NN + 1], ra2[NN + 1]; /* actions when run */
 hidden byte da[NN + 1];               /* action when discarded */
 hidden byte hold[NN + 1];             /* node whose registration this node holds */
@@ -389,6 +472,7 @@ bit  listed[NN + 1];
 #ifdef CHECK_LEN
 byte nlinked[NT];     /* nodes linked in the list */
 byte nlive[NT];       /* of those, still LIVE */
+byte inrm[NT];        /* removals in flight: remove CAS won, cf_node_remove not yet returned (+ debug_count holding or past CLEANING) */
 #endif
 #ifdef CHECK_ORDER
 byte par[NN + 1];     /* callback running when the node was started (0: none) */
@@ -432,9 +516,10 @@ inline release(n) { d_step { release_body(n) } }
 
 /* An unless link drops the registration it holds once its own fate is
    settled (_UnlessNode: target = nil on run, discard and removal). */
-inline drop_held(n) {
-  d_step { if :: holding[n] -> holding[n] = 0; release_body(hold[n]) :: else -> skip fi }
+inline drop_held_body(n) {
+  if :: holding[n] -> holding[n] = 0; release_body(hold[n]) :: else -> skip fi
 }
+inline drop_held(n) { d_step { drop_held_body(n) } }
 /* A node dropped without ever being registered (its token was immortal). */
 inline dispose(n) {
   d_step {
@@ -446,11 +531,26 @@ inline dispose(n) {
 #define WIN(n) wins[n]++; assert(wins[n] == 1)                /* P1: one fate */
 
 #ifdef CHECK_LEN
-/* P6: removed nodes still linked <= what the cleanup trigger tolerates
-   (max(CLEAN_MIN - 1, last_len / 2)) + LEN_SLACK */
-#define LEN_CHK(t) assert(nlinked[t] - nlive[t] <= (CLEAN_MIN - 1 > last_len[t] / 2 -> CLEAN_MIN - 1 : last_len[t] / 2) + LEN_SLACK)
+/* P6, the quiescent list bound. Whenever no removal is in flight on the
+   token (no thread between winning its remove CAS and returning from
+   try_clean / cf_node_remove, nor a debug_count between its CLEANING CAS
+   and its return: it is a cleaner then), the removed nodes still linked number at
+   most what the trigger tolerates, max(CLEAN_MIN - 1, last_len / 2)
+   (+ LEN_SLACK: 0 unless set to probe the bound), and, while the token is
+   cancellable, exactly `dead`. The len_bound monitor checks both in every
+   reachable state. */
+#if NT != 1
+#error "CHECK_LEN watches token 0 only"
+#endif
+#define RLINKED   (nlinked[0] - nlive[0])
+#define LEN_MAX   ((CLEAN_MIN - 1 > last_len[0] / 2 -> CLEAN_MIN - 1 : last_len[0] / 2) + LEN_SLACK)
+#define LEN_OK    (inrm[0] != 0 || RLINKED <= LEN_MAX)
+#define DEAD_OK   (inrm[0] != 0 || (word[0] & W_TERMINAL) || dead[0] == RLINKED)
+#define INRM_INC(t) inrm[t]++
+#define INRM_DEC(t) inrm[t]--
 #else
-#define LEN_CHK(t) skip
+#define INRM_INC(t) skip
+#define INRM_DEC(t) skip
 #endif
 
 #ifdef CHECK_ORDER
@@ -529,40 +629,6 @@ inline cf_node_claim(n, fate, won) {
   }
 }
 
-/* debug_count (cf_token_debug_count / _live) */
-inline debug_count(t) {
-  do
-  :: d_step { gw = word[t] };                                 /* @dbg_load */
-     if
-     :: (gw & W_TERMINAL) || NODE_OF(gw) == 0 -> break
-     :: !(gw & W_TERMINAL) && NODE_OF(gw) != 0 && (gw & W_CLEANING) -> skip   /* sched_yield; continue */
-     :: !(gw & (W_TERMINAL | W_CLEANING)) && NODE_OF(gw) != 0 ->
-        d_step {                                              /* @dbg_cas */
-          if :: word[t] == gw -> word[t] = gw | W_CLEANING; gok = 1; gcur = NODE_OF(gw) :: else -> gok = 0 fi
-        };
-        if
-        :: gok ->
-           do
-           :: gcur == 0 -> break
-           :: else -> d_step { assert(alive[gcur]); gn = gn + (st[gcur] == LIVE -> 1 : 0); gcur = nx[gcur] }  /* @dbg_state */
-           od;
-           skip;
-           d_step { gw = word[t] };                           /* @dbg_reload */
-           do
-           :: d_step {                                        /* @dbg_clear */
-                if :: word[t] == gw -> word[t] = gw & ~W_CLEANING; gok = 0 :: else -> gw = word[t]; gok = 1 fi
-              };
-              if :: gok == 0 -> break :: else -> skip fi
-           od;
-           break
-        :: else -> skip
-        fi
-     fi
-  od;
-  skip;
-  d_step { gw = 0; gok = 0; gcur = 0; gn = 0 }
-}
-
 #if NF > 0
 /* cf_future_claim */
 inline cf_future_claim(f, e, d, won) {
@@ -586,16 +652,21 @@ inline cf_future_claim(f, e, d, won) {
 }
 
 /* cf_future_claim(CLAIMED, FLATTENING) by the claim holder, with the
-   _target it publishes written just before. */
+   _target it publishes written just before (and the pre-walk's scratch
+   cleared: thread-local). */
 inline publish_flattening(f, g) {
 #ifndef MUT_FLAT_ACQ
   d_step {                                                    /* @future_claim (full) */
     FENCE;
     assert(claim[f] == F_CLAIMED && claimer[f] == me + 1);
-    target[f] = g + 1; claim[f] = F_FLATTENING
+    target[f] = g + 1; claim[f] = F_FLATTENING;
+    tort = 0; pw = 0; lam = 0; cl = 0; tg = 0
   }
 #else
-  d_step { assert(claim[f] == F_CLAIMED); sb[me] = f + 1; sbt[me] = g + 1 }  /* MUTANT flat-acq: the store waits in the buffer */
+  d_step {                                                    /* MUTANT flat-acq: the store waits in the buffer */
+    assert(claim[f] == F_CLAIMED); sb[me] = f + 1; sbt[me] = g + 1;
+    tort = 0; pw = 0; lam = 0; cl = 0; tg = 0
+  }
 #endif
 }
 
@@ -656,7 +727,7 @@ l2_next: skip;
   RESTORE_CTX(octx2)
 }
 
-/* _addHandler from inside a drain callback; the handler drops the
+/* whenCancelled from inside a drain callback; the handler drops the
    registration it gets back. */
 inline add_l1(m) {
   cf_token_load(tok[m], aw1);
@@ -766,12 +837,12 @@ inline drain() {
   byte r_n, r_res, r_ret, rw; bit rok;            /* cf_token_register */ \
   byte s_t, s_term, s_ret, st_ret, sw, lifo, fifo, slast, snext; bit s_res, sok;   /* cf_token_settle */ \
   byte dn, dev; bit dwon, dcanc;                  /* drain */ \
-  byte m_n, m_ret, mdead, mlen; bit m_user, m_res; /* cf_node_remove */ \
-  byte cw, chead, cprev, ccur, cnext, cunl, ckept, crem, ccw; bit cok;   /* try_clean */ \
+  byte m_n, m_ret, mlen; short mdead; bit m_user, m_res;   /* cf_node_remove, wants_clean */ \
+  byte c_t, cw, chead, cprev, ccur, cnext, cunl, ckept, crem, ccw; bit cok;   /* try_clean */ \
   byte gw, gcur, gn; bit gok;                     /* debug_count */ \
-  byte aw, aw1, rres, rr1, rt_n, rt_ret, cb_n, cb_ev, ct_ret; bit won, won1, fwon;   /* Swift _addHandler / _register */ \
+  byte aw, aw1, rres, rr1, rt_n, rt_ret, cb_n, cb_ev, ct_ret; bit won, won1, fwon;   /* Swift whenCancelled (_meet) / _register */ \
   byte a0, at0, a1, at1, a2, at2, ai0, ai1, ai2;  /* handler actions */ \
-  byte cur, tort, pw, lam, cl, tg;                /* _detectCycle */ \
+  byte cur, tort, pw, lam, cl, tg; bit wph;       /* _walk (wph: 0 the pre-walk, 1 the walk) */ \
   ORDER_LOCALS
 
 proctype Thread(byte me) {
@@ -789,7 +860,7 @@ next_op: skip;
      goto op_done
   :: opk == O_CANCEL -> s_t = opa; s_term = W_CANCELLED; st_ret = 1; goto settle_top
   :: opk == O_IMMORT -> s_t = opa; s_term = W_IMMORTAL; st_ret = 1; goto settle_top
-  :: opk == O_DCOUNT -> debug_count(opa); goto op_done
+  :: opk == O_DCOUNT -> goto op_dcount
 #if NF > 0
   :: opk == O_SETF -> goto op_setf
   :: opk == O_TRYSET ->
@@ -803,7 +874,7 @@ next_op: skip;
           alive[opa] = 1; refs[opa] = 1; st[opa] = LIVE; nx[opa] = 0; op[opa] = 0;
           wins[opa] = 0; used[opa] = 0; ran[opa] = 0; disc[opa] = 0; rtrue[opa] = 0; rfalse[opa] = 0
         }
-     :: else -> pc = pc + 3
+     :: else -> pc = pc + (opb == 0 -> 3 : opb)
      fi;
      goto op_done
   :: opk == O_LOOP -> d_step { ORDER_RESET; pc = 0; opk = 0; opa = 0; opb = 0 }; goto next_op
@@ -813,7 +884,7 @@ op_done: skip;
   d_step { ORDER_RESET; pc++; opk = 0; opa = 0; opb = 0 };
   goto next_op;
 
-/* ---- CancelToken._addHandler (unless: .immortal), at the top of a thread */
+/* ---- CancelToken.whenCancelled (unless: .immortal), at the top of a thread */
 op_add: skip;
   cf_token_load(tok[opa], aw);
   if
@@ -832,8 +903,63 @@ add_reg_done: skip;
   rres = 0;
   goto op_done;
 
+/* ---- debug_count(opa) (cf_token_debug_count / _live), at the top of a
+   thread: takes CLEANING like a cleaner, counts, clears it with a full CAS,
+   then re-checks the trigger and cleans like a cleaner (try_clean). From its
+   CLEANING CAS to its return it counts as a removal in flight for P6: it is
+   then the cleaner a remover that found CLEANING relies on. */
+op_dcount: skip;
+  do
+  :: d_step { gw = word[opa] };                               /* @dbg_load */
+     if
+     :: (gw & W_TERMINAL) || NODE_OF(gw) == 0 -> goto dcount_done
+     :: !(gw & W_TERMINAL) && NODE_OF(gw) != 0 && (gw & W_CLEANING) -> skip   /* sched_yield; continue */
+     :: !(gw & (W_TERMINAL | W_CLEANING)) && NODE_OF(gw) != 0 ->
+        d_step {                                              /* @dbg_cas */
+          if :: word[opa] == gw -> word[opa] = gw | W_CLEANING; gok = 1; gcur = NODE_OF(gw); INRM_INC(opa) :: else -> gok = 0 fi
+        };
+        if :: gok -> break :: else -> skip fi
+     fi
+  od;
+  do
+  :: gcur == 0 -> break
+  :: else -> d_step { assert(alive[gcur]); gn = gn + (st[gcur] == LIVE -> 1 : 0); gcur = nx[gcur] }  /* @dbg_state */
+  od;
+  skip;
+  d_step { gw = word[opa] };                                  /* @dbg_reload */
+  do
+  :: d_step {                                                 /* @dbg_clear (full) */
+       FENCE;
+       if :: word[opa] == gw -> word[opa] = gw & ~W_CLEANING; gok = 0 :: else -> gw = word[opa]; gok = 1 fi
+     };
+     if :: gok == 0 -> break :: else -> skip fi
+  od;
+#ifndef MUT_DCOUNT_NORECHECK
+  /* Re-check like a cleaner: removals made while we held CLEANING did not clean. */
+  skip;
+  d_step { mdead = dead[opa]; gw = 0; gn = 0 };               /* @dbg_recheck */
+  if
+  :: mdead >= CLEAN_MIN ->                                    /* wants_clean(t, dead) */
+     d_step { mlen = last_len[opa] }                          /* @wants_len */
+     if
+     :: mdead > mlen / 2 -> d_step { mdead = 0; mlen = 0; c_t = opa; m_ret = 5 }; goto try_clean
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi;
+#else
+  skip;                                                       /* MUTANT dcount-norecheck: return after the clear (the old code) */
+#endif
+dcount_cleaned: skip;
+  d_step { INRM_DEC(opa); mdead = 0; mlen = 0 };
+dcount_done: skip;
+  d_step { gw = 0; gok = 0; gcur = 0; gn = 0 };
+  goto op_done;
+
 #if NF > 0
-/* ---- Future._trySetFuture(other: opb) on future opa; forwarder node opa+1 */
+/* ---- Future._trySetFuture(other: opb) on future opa (Future._setFuture):
+   claim, pre-walk, _target = start, FLATTENING, walk, then the forwarder
+   (node opa+1) on the token of the walk's end; other === self is not used */
 op_setf: skip;
   cf_token_load(opb, aw);
   if
@@ -847,15 +973,12 @@ op_setf: skip;
   fi;
   cf_future_claim(opa, F_UNSET, F_CLAIMED, fwon);
   if :: !fwon -> goto op_done :: else -> fwon = 0 fi;
-  publish_flattening(opa, opb);
-#ifndef CYCLE_PROTO
-  rt_n = opa + 1; rt_ret = 2; goto register_top;              /* _add(_FlattenNode, unless: .immortal) */
-setf_reg_done: skip;
-  rres = 0;
-  release(opa + 1);                                           /* its CancelRegistration is dropped */
-#endif
-  /* Future._detectCycle(from: opb), Brent */
-  cur = opb; tort = opb; pw = 1; lam = 0;
+  /* Future._walk(from: opb), Brent: first the pre-walk (wph 0), before our
+     publication, giving `start`; then (wph 1), after it, from `start`,
+     giving `end`. cur == opa at the end of either: nil, a cycle through us. */
+  cur = opb;
+setf_walk: skip;
+  tort = cur; pw = 1; lam = 0;
   do
   :: cur == opa -> break
   :: else ->
@@ -873,13 +996,32 @@ setf_reg_done: skip;
      fi
   od;
   if
-  :: cur == opa ->
-     d_step { ndetect++; cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0 };
+  :: cur == opa ->                                            /* _immortalizeClaimed() */
+     d_step { ndetect++; cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0; wph = 0 };
      s_t = opa; s_term = W_IMMORTAL; st_ret = 1; goto settle_top
-  :: else ->
-     d_step { cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0 };
-     goto op_done
+  :: cur != opa && wph == 0 ->                                /* _target = start; FLATTENING; walk from start */
+     publish_flattening(opa, cur);
+#ifndef MUT_PREWALK_ONLY
+     wph = 1; goto setf_walk
+#else
+     skip                                                     /* MUTANT prewalk-only: no walk after the publication */
+#endif
+  :: cur != opa && wph == 1 -> skip
   fi;
+#ifndef CYCLE_PROTO
+  d_step {                                                    /* end.completionToken._add(_FlattenNode(output: self, target: end), unless: .immortal) */
+    tok[opa + 1] = cur;
+    rt_n = opa + 1; rt_ret = 2;
+    cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0; wph = 0
+  };
+  goto register_top;
+setf_reg_done: skip;
+  rres = 0;
+  release(opa + 1);                                           /* its CancelRegistration is dropped */
+#else
+  d_step { cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0; wph = 0 };
+#endif
+  goto op_done;
 #endif
 
 /* ---- subroutine: _register(owner, node) at the top of a thread (rt_n) */
@@ -1037,7 +1179,7 @@ cf_token_register: skip;
           tseq[tok[r_n]]++; rseq[r_n] = tseq[tok[r_n]]; listed[r_n] = 1;
 #endif
 #ifdef CHECK_LEN
-          nlinked[tok[r_n]]++; nlive[tok[r_n]]++; LEN_CHK(tok[r_n]);
+          nlinked[tok[r_n]]++; nlive[tok[r_n]]++;
 #endif
           skip
        :: else -> rw = word[tok[r_n]]; rok = 0
@@ -1062,7 +1204,8 @@ node_remove: skip;
     :: st[m_n] == LIVE ->
        st[m_n] = REMOVED; m_res = 1; WIN(m_n); rtrue[m_n] = 1;
 #ifdef CHECK_LEN
-       if :: lnk[m_n] -> nlive[tok[m_n]]--; LEN_CHK(tok[m_n]) :: else -> skip fi;
+       INRM_INC(tok[m_n]);
+       if :: lnk[m_n] -> nlive[tok[m_n]]-- :: else -> skip fi;
 #endif
        skip
     :: else -> m_res = 0
@@ -1070,13 +1213,13 @@ node_remove: skip;
   };
   if
   :: m_res ->
-     d_step { dead[tok[m_n]] = dead[tok[m_n]] + 1; mdead = dead[tok[m_n]] }   /* @remove_inc */
+     d_step { FENCE; dead[tok[m_n]] = dead[tok[m_n]] + 1; mdead = dead[tok[m_n]]; c_t = tok[m_n] }   /* @remove_inc (full) */
      if
-     :: mdead >= CLEAN_MIN ->
-        d_step { mlen = last_len[tok[m_n]] }                  /* @remove_len */
+     :: mdead >= CLEAN_MIN ->                                 /* @remove_trigger: wants_clean(t, dead) */
+        d_step { mlen = last_len[tok[m_n]] }                  /* @wants_len */
         if
 #ifndef MUT_NO_CLEAN
-        :: mdead > mlen / 2 -> goto try_clean
+        :: mdead > mlen / 2 -> d_step { mdead = 0; mlen = 0 }; goto try_clean
 #else
         :: mdead > mlen / 2 -> skip                           /* MUTANT no-clean */
 #endif
@@ -1088,7 +1231,7 @@ node_remove: skip;
   fi;
 remove_tail: skip;
   if
-  :: m_res -> drop_held(m_n)                                  /* node._removed(...) */
+  :: m_res -> d_step { INRM_DEC(tok[m_n]); drop_held_body(m_n) }   /* returned; node._removed(...) */
   :: !m_res && m_user ->
      d_step {                                                 /* @node_state */
        assert(alive[m_n]);
@@ -1096,30 +1239,38 @@ remove_tail: skip;
      }
   :: else -> skip
   fi;
-  d_step { m_n = 0; m_user = 0; m_res = 0; mdead = 0; mlen = 0 };
+  d_step { m_n = 0; m_user = 0; m_res = 0; mdead = 0; mlen = 0; c_t = 0 };
   if
   :: m_ret == 1 -> m_ret = 0; goto op_done
   :: m_ret == 2 -> m_ret = 0; goto ct_next
   :: m_ret == 3 -> m_ret = 0; goto l1_next
   :: m_ret == 4 -> m_ret = 0; goto l2_next
+  :: m_ret == 5 -> m_ret = 0; goto dcount_cleaned
   fi;
 
-/* ---- try_clean(tok[m_n]), the tail of cf_node_remove */
+/* ---- try_clean(c_t), the tail of cf_node_remove and of debug_count (which
+   enters with m_n = 0, m_ret = 5: remove_tail only returns): a loop, left
+   when the word is settled, empty or CLEANING (that cleaner re-checks for
+   us), or when the re-check after a pass finds the trigger no longer met. */
 try_clean: skip;
-  d_step { cw = word[tok[m_n]] };                             /* @clean_load */
+  d_step { cw = word[c_t] };                                  /* @clean_load */
   if
   :: (cw & (W_TERMINAL | W_CLEANING)) || NODE_OF(cw) == 0 -> goto clean_done
   :: else -> skip
   fi;
   d_step {                                                    /* @clean_cas */
     if
-    :: word[tok[m_n]] == cw ->
-       word[tok[m_n]] = cw | W_CLEANING; cok = 1;
-       chead = NODE_OF(cw); assert(alive[chead]); cprev = chead; ccur = nx[chead]; cunl = 0; ckept = 1; crem = 0
-    :: else -> cok = 0
+    :: word[c_t] == cw ->
+       word[c_t] = cw | W_CLEANING; cok = 1;
+       chead = NODE_OF(cw); assert(alive[chead]); cprev = chead; ccur = nx[chead]; cunl = 0; ckept = 1; crem = 0; cw = 0
+    :: else -> cok = 0; cw = 0
     fi
   };
-  if :: !cok -> goto clean_done :: else -> skip fi;
+#ifndef MUT_CLEAN_GIVEUP
+  if :: !cok -> goto try_clean :: else -> skip fi;            /* lost to a push or a cleaner: continue */
+#else
+  if :: !cok -> goto clean_done :: else -> skip fi;           /* MUTANT clean-giveup: a lost CAS gives up */
+#endif
   do
   :: ccur == 0 -> break
   :: else ->
@@ -1131,7 +1282,7 @@ try_clean: skip;
           nx[cprev] = cnext; nx[ccur] = cunl; cunl = ccur; crem++;
           lnk[ccur] = 0; inq[ccur] = 1;
 #ifdef CHECK_LEN
-          nlinked[tok[m_n]]--;
+          nlinked[c_t]--;
 #endif
           skip
        :: else -> cprev = ccur; ckept++
@@ -1140,15 +1291,19 @@ try_clean: skip;
      }
   od;
   skip;
-  d_step { last_len[tok[m_n]] = ckept }                       /* @clean_len */
-  d_step { dead[tok[m_n]] = dead[tok[m_n]] - crem }           /* @clean_dead */
-  d_step { ccw = word[tok[m_n]] }                             /* @clean_reload */
+  d_step { last_len[c_t] = ckept; ckept = 0; chead = 0; cprev = 0 }   /* @clean_len */
+  d_step { dead[c_t] = dead[c_t] - crem; crem = 0 }           /* @clean_dead */
+  d_step { ccw = word[c_t] }                                  /* @clean_reload */
+#if defined(MUT_RECHECK_EARLY)
+  d_step { mdead = dead[c_t] };                               /* MUTANT recheck-early: the re-check's load before the clear */
+#endif
 #if defined(MUT_CLEAR_STORE)
-  d_step { word[tok[m_n]] = ccw & ~W_CLEANING };              /* MUTANT clear-store: plain store */
+  d_step { word[c_t] = ccw & ~W_CLEANING; ccw = 0 };          /* MUTANT clear-store: plain store */
 #else
   do
-  :: d_step {                                                 /* @clean_clear */
-       if :: word[tok[m_n]] == ccw -> word[tok[m_n]] = ccw & ~W_CLEANING; cok = 0 :: else -> ccw = word[tok[m_n]]; cok = 1 fi
+  :: d_step {                                                 /* @clean_clear (full) */
+       FENCE;
+       if :: word[c_t] == ccw -> word[c_t] = ccw & ~W_CLEANING; cok = 0; ccw = 0 :: else -> ccw = word[c_t]; cok = 1 fi
      };
 #if defined(MUT_CLEAR_NORETRY)
      break                                                    /* MUTANT clear-noretry: no retry */
@@ -1167,8 +1322,28 @@ try_clean: skip;
        cunl = cnext; cnext = 0
      }
   od;
+#ifndef MUT_NO_RECHECK
+  /* Re-check: removals made while we held CLEANING did not clean. */
+  skip;
+#ifndef MUT_RECHECK_EARLY
+  d_step { mdead = dead[c_t]; ccw = 0; cok = 0 };             /* @clean_recheck */
+#else
+  d_step { ccw = 0; cok = 0 };
+#endif
+  if
+  :: mdead >= CLEAN_MIN ->                                    /* wants_clean(t, dead) */
+     d_step { mlen = last_len[c_t] }                          /* @wants_len */
+     if
+     :: mdead > mlen / 2 -> d_step { mdead = 0; mlen = 0 }; goto try_clean
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi;
+#else
+  skip;                                                       /* MUTANT no-recheck: return after the callbacks */
+#endif
 clean_done: skip;
-  d_step { cw = 0; chead = 0; cprev = 0; ccur = 0; cnext = 0; cunl = 0; ckept = 0; crem = 0; ccw = 0; cok = 0 };
+  d_step { cw = 0; chead = 0; cprev = 0; ccur = 0; cnext = 0; cunl = 0; ckept = 0; crem = 0; ccw = 0; cok = 0; mdead = 0; mlen = 0 };
   goto remove_tail;
 
 finished: skip;
@@ -1187,6 +1362,24 @@ end: do
      :: d_step { sb[2] != 0 -> target[sb[2] - 1] = sbt[2]; claim[sb[2] - 1] = F_FLATTENING; sb[2] = 0; sbt[2] = 0 }
 #endif
      od
+}
+#endif
+
+#ifdef CHECK_LEN
+/* P6 in every reachable state: this process can only move (and then fails
+   an assertion) in a state that breaks the quiescent bound or the count. */
+active proctype len_bound() {
+end: if
+     :: atomic { !LEN_OK -> assert(LEN_OK) }
+     :: atomic { !DEAD_OK -> assert(DEAD_OK) }
+#if defined(LEN_WITNESS)
+     /* Not a property: -DLEN_WITNESS=1 (2) makes spin show a quiescent state
+        where the bound is reached, with CLEAN_MIN - 1 (last_len / 2) the
+        larger term: run.sh requires both, so P6 is tight. */
+     :: atomic { inrm[0] == 0 && !(word[0] & W_TERMINAL) && RLINKED == LEN_MAX &&
+                 (LEN_WITNESS == 1 -> CLEAN_MIN - 1 >= last_len[0] / 2 : last_len[0] / 2 > CLEAN_MIN - 1) -> assert(false) }
+#endif
+     fi
 }
 #endif
 

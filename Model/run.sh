@@ -7,7 +7,8 @@
 #                                                     caught with a counterexample trail
 #
 # Generated files (pan.*, trails) go to Model/.out/ (git-ignored). Each spin
-# verifier runs on one core; the whole `make model` takes about a minute.
+# verifier runs on one core; the whole `make model` takes about 3.3 minutes
+# (the largest run, churn-wide, needs ~1.5 GB).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$here/.out
@@ -30,7 +31,11 @@ CONFIGS=(
   "nested1|-DCFG_NESTED1|safety|-w16"
   "nested2|-DCFG_NESTED2|safety|-w20"
   "churn|-DCFG_CHURN|safety|-w26"
+  "churn-bound|-DCFG_CHURN -DNN=4 -DNP=2|safety|-w24"
   "churn-seq|-DCFG_CHURN_SEQ|safety|-w20"
+  "churn-wide|-DCFG_CHURN_WIDE|safety|-w25 -m3000000"
+  "churn-dcount|-DCFG_CHURN -DCHURN_DCOUNT|safety|-w24"
+  "churn-seq-dcount|-DCFG_CHURN_SEQ -DCHURN_DCOUNT|safety|-w22"
   "progress|-DCFG_PROGRESS|ltl|-w22"
   "race-live|-DCFG_RACE -DLIVENESS|ltl|-w24"
   "nested2-live|-DCFG_NESTED2 -DLIVENESS|ltl|-w22"
@@ -39,6 +44,7 @@ CONFIGS=(
   "cyclep3|-DCFG_CYCLEP3|safety|-w18"
   "cycle2|-DCFG_CYCLE2|safety|-w18"
   "cycle3|-DCFG_CYCLE3|safety|-w22"
+  "chain|-DCFG_CHAIN|safety|-w20"
   "fset|-DCFG_FSET|safety|-w18"
 )
 
@@ -51,10 +57,19 @@ MUTANTS=(
   "settle-nowait|-DCFG_RACE|-DMUT_SETTLE_NOWAIT|cf_token_settle does not wait for a cleaner"
   "reg-drop-cleaning|-DCFG_RACE|-DMUT_REG_DROP_CLEANING|cf_token_register's CAS drops the CLEANING bit"
   "flat-acq|-DCFG_CYCLEP2|-DMUT_FLAT_ACQ|FLATTENING published with an acquire (not full) CAS: store buffering"
+  "flat-acq-cycle2|-DCFG_CYCLE2|-DMUT_FLAT_ACQ|the same, in _trySetFuture as written (the walk follows the publication)"
+  "flat-acq-cycle3|-DCFG_CYCLE3|-DMUT_FLAT_ACQ|the same, three futures"
+  "flat-acq-chain|-DCFG_CHAIN|-DMUT_FLAT_ACQ|the same, closing a cycle through an existing chain"
+  "prewalk-only|-DCFG_CYCLE2|-DMUT_PREWALK_ONLY|_setFuture forwards from the pre-walk's end without walking again after publishing FLATTENING"
   "free-first|-DCFG_RACE|-DMUT_FREE_FIRST|a node is freed on the first reference dropped"
   "lifo|-DCFG_RACE|-DMUT_LIFO|cf_token_settle queues the list without reversing it"
   "splice-after|-DCFG_NESTED1|-DMUT_SPLICE_AFTER|drain appends what a callback started after its later siblings"
   "no-clean|-DCFG_CHURN_SEQ|-DMUT_NO_CLEAN|cf_node_remove never calls try_clean"
+  "no-recheck|-DCFG_CHURN -DNN=4 -DNP=2|-DMUT_NO_RECHECK|try_clean does not re-check the trigger after clearing CLEANING"
+  "clean-giveup|-DCFG_CHURN -DNN=4 -DNP=2|-DMUT_CLEAN_GIVEUP|try_clean gives up when its CLEANING CAS fails (the old code)"
+  "recheck-early|-DCFG_CHURN -DNN=4 -DNP=2|-DMUT_RECHECK_EARLY|try_clean loads dead for the re-check before clearing CLEANING"
+  "min-one|-DCFG_PROGRESS|-DMUT_MIN_ONE|CF_CLEAN_MIN 1: a removed head alone meets the trigger"
+  "dcount-norecheck|-DCFG_CHURN -DCHURN_DCOUNT|-DMUT_DCOUNT_NORECHECK|debug_count does not re-check the trigger after clearing CLEANING (the old code)"
 )
 
 now() { date +%s.%N; }
@@ -67,7 +82,7 @@ verify() {
   rm -rf "$dir"; mkdir -p "$dir"
   cp "$here/cf_core.pml" "$dir/"
   (cd "$dir" && spin -a $flags cf_core.pml >spin.out 2>&1) || { cat "$dir/spin.out" >&2; return 2; }
-  # COLLAPSE: lossless state compression (the largest run needs ~0.9 GB)
+  # COLLAPSE: lossless state compression (the largest run needs ~1.5 GB)
   local cc=(gcc -O2 -DVECTORSZ=4096 -DCOLLAPSE -DMEMLIM=6144 -w -o pan pan.c)
   local run=(./pan -m1000000 $panflags)
   if [ "$kind" = safety ]; then
@@ -99,6 +114,15 @@ verify() {
     "$stored" "$trans" "$depth" "${pansec:-?}" "$(secs "$t0" "$t1")")
 }
 
+cfg_name() {  # the CONFIGS name of a set of spin flags
+  local c name flags rest
+  for c in "${CONFIGS[@]}"; do
+    IFS='|' read -r name flags rest <<<"$c"
+    [ "$flags" = "$1" ] && { echo "$name"; return; }
+  done
+  echo "$1"
+}
+
 first_error() {  # the property spin reports violated
   grep -m1 -E '^pan:1: |acceptance cycle|invalid end state|assertion violated' "$1/pan.out" | sed 's/^pan:1: //'
 }
@@ -119,19 +143,40 @@ check)
       echo "ok    $(printf '%-12s' "$name") $VERIFY_SUMMARY"
     fi
   done
-  # Documented limitation (Model/README.md, "List length"): with two threads
-  # churning, removed-but-linked nodes are not bounded by a constant. spin
-  # must still find that counterexample; if it stops doing so, the README
-  # needs updating (this does not fail the run).
-  if verify "$out/known-churn-bound" "-DCFG_CHURN -DNN=4 -DNP=2 -DCLEAN_MIN=2 -DLEN_SLACK=2" safety "-w22"; then
-    if [ "$VERIFY_ERRORS" != 0 ]; then
-      echo "known churn-bound (2 churning threads): counterexample found, as documented in Model/README.md"
+  # P6 is tight (Model/README.md, "List length"): spin must reach a quiescent
+  # state with exactly the bound removed but linked, once with each term of
+  # max(CLEAN_MIN - 1, last_len / 2) the larger. This does not fail the run.
+  for wit in "1|churn-bound|-DCFG_CHURN -DNN=4 -DNP=2|CLEAN_MIN - 1|-w22" \
+             "2|churn-wide|-DCFG_CHURN_WIDE|last_len / 2|-w22 -m3000000"; do
+    IFS='|' read -r w name flags term panflags <<<"$wit"
+    if verify "$out/tight-$name" "$flags -DLEN_WITNESS=$w" safety "$panflags"; then
+      # the witness is the monitor's assert(false), not a P6 failure
+      if [ "$VERIFY_ERRORS" != 0 ] && grep -q '^pan:1: assertion violated 0 ' "$out/tight-$name/pan.out"; then
+        echo "P6 is tight ($name): a quiescent state holds exactly max(...) = $term removed-but-linked nodes, as documented"
+      else
+        echo "NOTE  $name never reaches P6's bound with $term the larger term: update Model/README.md"
+      fi
     else
-      echo "NOTE  churn-bound with 2 churning threads no longer has a counterexample: update Model/README.md"
+      status=1
     fi
-  else
-    status=1
-  fi
+  done
+  # The chain configuration must exercise what it is for (Model/README.md,
+  # "Configurations"): an end state where future 0's pre-walk went through
+  # the existing chain 1 -> 2 and its forwarder went on 2's token, once in
+  # the cycle outcome (1) and once in the completed one (2). A missing
+  # witness fails the run.
+  for w in 1 2; do
+    if verify "$out/reach-chain-$w" "-DCFG_CHAIN -DCHAIN_WITNESS=$w" safety "-w20"; then
+      # the witness is CFG_END's assert(!CHAIN_SEEN), not a property failing
+      if [ "$VERIFY_ERRORS" != 0 ] && grep -q '^pan:1: assertion violated .*target\[0\]==3' "$out/reach-chain-$w/pan.out"; then
+        echo "chain reaches its case $w: future 0 targets and forwards from the chain's end ($([ $w = 1 ] && echo cycle || echo completed))"
+      else
+        echo "FAIL  chain never reaches case $w (future 0 forwarding from the chain's end): see Model/README.md"; status=1
+      fi
+    else
+      status=1
+    fi
+  done
   ;;
 mutants)
   killed=0; survived=0
@@ -147,25 +192,11 @@ mutants)
     fi
     if [[ "$replay" =~ (assertion violated|START OF CYCLE).*trail\ ends\ after\ ([0-9]+) ]]; then
       killed=$((killed + 1))
-      printf 'killed    %-18s %-10s %s\n          %s; trail of %s steps\n' "$name" "${cfg#-DCFG_}" \
+      printf 'killed    %-18s %-12s %s\n          %s; trail of %s steps\n' "$name" "$(cfg_name "$cfg")" \
         "$(first_error "$out/mut-$name")" "$what" "${BASH_REMATCH[2]}"
     else
       survived=$((survived + 1)); status=1
-      printf 'SURVIVED  %-18s %-16s %s\n' "$name" "${cfg#-DCFG_}" "$what"
-    fi
-  done
-  # Not a mutant: the same acquire publication in the Swift order
-  # (_trySetFuture registers the forwarder, whose full CAS is a fence, before
-  # walking). Expected to verify: the FLATTENING fence is then redundant.
-  for c in cycle2 cycle3; do
-    if verify "$out/equiv-flat-acq-$c" "-DCFG_${c^^} -DMUT_FLAT_ACQ" safety "-w22"; then
-      if [ "$VERIFY_ERRORS" = 0 ]; then
-        echo "equivalent flat-acq in the Swift order (${c^^}): no counterexample, as documented (the forwarder's registration CAS is a full fence)"
-      else
-        echo "NOTE  flat-acq in the Swift order (${c^^}) now has a counterexample: update Model/README.md"
-      fi
-    else
-      status=1
+      printf 'SURVIVED  %-18s %-12s %s\n' "$name" "$(cfg_name "$cfg")" "$what"
     fi
   done
   echo "mutants: $killed killed, $survived survived"

@@ -13,14 +13,20 @@ _Static_assert((CF_W_TAGS & ~(uintptr_t)15) == 0, "tags fit in the alignment of 
 #define NODE_OF(w) ((cf_node *)((w) & ~(uintptr_t)CF_W_TAGS))
 
 // Cleanup runs when this many removed nodes are still linked, and more of
-// them than half the nodes the last cleanup kept: amortized O(1) per removal,
-// and with one thread churning the list stays O(live handlers). Under
-// concurrent churn the bound is amortized, not per schedule: a cleaner that
-// loses its CLEANING CAS gives up, and removals made while another thread
-// cleans do not clean, so a preempted cleaner lets removed nodes accumulate
-// until the next removal that meets the trigger (found by the model checker:
-// Model/README.md, "known churn-bound").
+// them than half the nodes the last cleanup kept: amortized O(1) per removal.
+// Whenever no removal is in flight (no thread between its remove CAS and the
+// end of try_clean), removed-but-linked nodes <= max(CF_CLEAN_MIN - 1,
+// last_len / 2), under concurrent churn too (proved by the model checker for
+// one and two churning threads and a concurrent debug count: Model/README.md,
+// P6): a remover that finds another cleaner at work leaves
+// its node to that cleaner, which re-checks the trigger after it clears
+// CLEANING, and a lost CLEANING CAS is retried. While a cleaner is preempted
+// holding CLEANING, removals made meanwhile stay linked until it resumes
+// (remove never waits). At least 2: a pass can leave only the head removed, so
+// each pass the re-check starts unlinks at least one node and the loop ends
+// when removals do.
 #define CF_CLEAN_MIN 16
+_Static_assert(CF_CLEAN_MIN >= 2, "a cleanup pass re-checked by the trigger unlinks something");
 
 void cf_token_init(cf_token *t, uintptr_t terminal) {
     t->word = terminal;
@@ -162,57 +168,80 @@ int cf_token_settle(cf_token *t, uintptr_t terminal) {
     return 1;
 }
 
-// Unlinks REMOVED nodes below the current head. Called by a remover.
+// The cleanup trigger. `dead` is read as signed: a cleaner can unlink a
+// node between its remover's CAS and increment, driving the count briefly
+// below zero, and that must not start a pass. Relaxed load of last_len: the
+// counters only steer when to clean; a stale value moves the moment, never
+// the safety.
+static int wants_clean(cf_token *t, AO_t dead) {
+    return (intptr_t)dead >= CF_CLEAN_MIN && (intptr_t)dead > (intptr_t)(AO_load(W(&t->last_len)) / 2);
+}
+
+// Unlinks REMOVED nodes below the current head. Called by a remover whose
+// removal met the trigger; loops while removals made during its pass meet it.
 static void try_clean(cf_token *t) {
-    AO_t w = AO_load(W(&t->word));
-    if (w & (CF_W_TERMINAL | CF_W_CLEANING)) return;
-    if (NODE_OF(w) == NULL) return;
-    // Acquire: makes every node linked below `w` and its `next` visible.
-    if (!AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)) return;
-    // We own the interior links below head: pushes only add above it, settle
-    // waits for us, and removers only touch node states.
-    cf_node *head = NODE_OF(w), *prev = head, *cur = head->next, *unlinked = NULL;
-    AO_t kept = 1, removed = 0;
-    while (cur) {
-        cf_node *next = cur->next;
-        // Acquire: pairs with the remover's CAS (we only unlink REMOVED nodes;
-        // no node can be CLAIMED or DISCARDED while the token is cancellable).
-        if (AO_load_acquire(W(&cur->state)) == CF_N_REMOVED) {
-            prev->next = next;
-            cur->next = unlinked;
-            unlinked = cur;
-            removed++;
-        } else {
-            prev = cur;
-            kept++;
-        }
-        cur = next;
-    }
-    // Relaxed is enough for the two counters: they only steer when to clean.
-    AO_store(W(&t->last_len), kept);
-    AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
-    // Release: publishes the relinks to the next cleaner or settler (both
-    // acquire the word). The word can only have gained pushes meanwhile.
-    AO_t cur_w = AO_load(W(&t->word));
     for (;;) {
-        AO_t seen = AO_fetch_compare_and_swap_release(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
-        if (seen == cur_w) break;
-        cur_w = seen;
-    }
-    while (unlinked) {
-        cf_node *next = unlinked->next;
-        cf_node_fn fn = unlinked->fn;
-        fn(unlinked->ctx, CF_EV_UNLINK);
-        unlinked = next;
+        AO_t w = AO_load(W(&t->word));
+        // Another cleaner: it re-checks the trigger after clearing CLEANING
+        // and so takes our node (see the full increment in cf_node_remove).
+        if (w & (CF_W_TERMINAL | CF_W_CLEANING)) return;
+        if (NODE_OF(w) == NULL) return;
+        // Acquire: makes every node linked below `w` and its `next` visible.
+        // Lost to a push or a cleaner: look at the word again.
+        if (!AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)) continue;
+        // We own the interior links below head: pushes only add above it,
+        // settle waits for us, and removers only touch node states.
+        cf_node *head = NODE_OF(w), *prev = head, *cur = head->next, *unlinked = NULL;
+        AO_t kept = 1, removed = 0;
+        while (cur) {
+            cf_node *next = cur->next;
+            // Acquire: pairs with the remover's CAS (we only unlink REMOVED
+            // nodes; none can be CLAIMED or DISCARDED while cancellable).
+            if (AO_load_acquire(W(&cur->state)) == CF_N_REMOVED) {
+                prev->next = next;
+                cur->next = unlinked;
+                unlinked = cur;
+                removed++;
+            } else {
+                prev = cur;
+                kept++;
+            }
+            cur = next;
+        }
+        // Relaxed is enough for the two counters: they only steer when to clean.
+        AO_store(W(&t->last_len), kept);
+        AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
+        // Full: release publishes the relinks to the next cleaner or settler
+        // (both acquire the word); the full fence orders this clear before
+        // the re-check's load of `dead` below (store-buffering with a
+        // remover's full increment then load of the word: one of the two
+        // sees the other). The word can only have gained pushes meanwhile.
+        AO_t cur_w = AO_load(W(&t->word));
+        for (;;) {
+            AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+            if (seen == cur_w) break;
+            cur_w = seen;
+        }
+        while (unlinked) {
+            cf_node *next = unlinked->next;
+            cf_node_fn fn = unlinked->fn;
+            fn(unlinked->ctx, CF_EV_UNLINK);
+            unlinked = next;
+        }
+        // Re-check: removals made while we held CLEANING did not clean.
+        // Relaxed load, ordered after the full clearing CAS above.
+        if (!wants_clean(t, AO_load(W(&t->dead)))) return;
     }
 }
 
 int cf_node_remove(cf_token *t, cf_node *n) {
     // Full CAS out of LIVE: exactly one of remove/settle wins (see drain).
     if (!AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, CF_N_REMOVED)) return 0;
-    // Relaxed counters: only a heuristic for when to clean.
-    AO_t dead = AO_fetch_and_add1(W(&t->dead)) + 1;
-    if (dead >= CF_CLEAN_MIN && dead > AO_load(W(&t->last_len)) / 2) try_clean(t);
+    // Full: orders the increment before try_clean's load of the word, so a
+    // remover that sees CLEANING and leaves is seen by that cleaner's
+    // re-check (the other half of the store-buffering pair in try_clean).
+    AO_t dead = AO_fetch_and_add1_full(W(&t->dead)) + 1;
+    if (wants_clean(t, dead)) try_clean(t);
     return 1;
 }
 
@@ -236,11 +265,15 @@ static size_t debug_count(cf_token *t, int live_only) {
         }
         AO_t cur_w = AO_load(W(&t->word));
         for (;;) {
-            // Release: as the cleaner's clear.
-            AO_t seen = AO_fetch_compare_and_swap_release(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+            // Full, as the cleaner's clear: removers that found CLEANING set
+            // while we counted left their nodes to us (see try_clean).
+            AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
             if (seen == cur_w) break;
             cur_w = seen;
         }
+        // Re-check like a cleaner, so counting never suspends the list bound.
+        // Relaxed load, ordered after the full clearing CAS above.
+        if (wants_clean(t, AO_load(W(&t->dead)))) try_clean(t);
         return count;
     }
 }

@@ -46,10 +46,11 @@
 //   cf_token_load             any thread, any time             load (acquire)
 //   cf_token_register         any threads, with everything     load (acquire); CAS (full)
 //   cf_token_settle           any threads; one wins            load (acquire); CAS (full)
-//   cf_node_remove            any thread, with everything      CAS (full); add (relaxed);
+//   cf_node_remove            any thread, with everything      CAS (full); add (full);
 //                                                              may clean: CAS (acquire),
 //                                                              node loads (acquire),
-//                                                              CAS (release) to clear CLEANING
+//                                                              CAS (full) to clear CLEANING,
+//                                                              re-check loads (relaxed)
 //   cf_node_claim             any thread; races remove only    CAS (full)
 //   cf_node_state             any thread                       load (acquire)
 //   cf_drain_must_queue       the calling thread only          none (thread-local)
@@ -57,7 +58,7 @@
 //   cf_future_claim           any threads; one wins            CAS (full: FLATTENING
 //                                                              publication vs store buffering)
 //   cf_future_claim_load      any thread                       load (acquire)
-//   cf_token_debug_count(_live) any thread (tests, benchmark)  as a cleaner
+//   cf_token_debug_count(_live) any thread (tests, benchmark)  as a cleaner (with its re-check)
 //   cf_is_main_thread         any thread (cf_platform.c)       none (thread-local cache)
 //
 // Callbacks run from the drain (drain() in cf_core.c), after the node's CAS
@@ -150,7 +151,8 @@ int cf_token_settle(cf_token *t, uintptr_t terminal);
 /// everything. Returns 1 if this call removed it (the caller now owns and
 /// releases the handler), 0 if it had already run, been removed or discarded.
 /// May unlink removed nodes (amortized O(1)): their CF_EV_UNLINK callbacks
-/// run on this thread before it returns.
+/// run on this thread before it returns. Never waits: if another remover is
+/// cleaning, that one re-checks the trigger when done and takes this node.
 int cf_node_remove(cf_token *t, cf_node *n);
 
 /// Claims a node that is NOT linked in any list (its registration found the
