@@ -89,8 +89,11 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
             return CancelRegistration(neverRuns: true)
         case .push:
             let node = _HandlerNode(handler)
-            node._setThreading(queue)
-            return _add(node, unless: unless)
+            let r = _pushHandler(owner, node, queue, unless)
+            // Built here, inlined into the caller, so a discarded registration
+            // costs no reference counting.
+            return r == Int32(CF_REG_ADDED) ? CancelRegistration(owner: owner, node: node)
+                                            : CancelRegistration(neverRuns: r != Int32(CF_REG_CANCELLED))
         }
     }
 }

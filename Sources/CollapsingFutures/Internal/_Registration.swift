@@ -7,8 +7,9 @@
 //   _register  the C push, and the fallback when the token settled between
 //              `_meet` and the push (claim the unlinked node, run or discard).
 // Callers say only what "run now", "never" and "unless first" mean for
-// them: `whenCancelled` (user handlers), `_whenCancelledInline` and
-// `_whenSettledInline` (the library's bookkeeping), `_chain` (continuations).
+// them: `whenCancelled` (user handlers, pushed through `_pushHandler` so the
+// registration it returns is built inline in the caller), `_whenCancelledInline`
+// and `_whenSettledInline` (the library's bookkeeping), `_chain` (continuations).
 // Nodes themselves (what run, discard and remove do) are in Internal/Nodes/.
 import CCollapsingFutures
 import Dispatch
@@ -81,6 +82,21 @@ func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool
     if w & _wImmortal != 0 { return .neverRuns }
     if w & _wCancelled != 0 && !(queueBehindStartedWork && cf_drain_must_queue() != 0) { return .runNow }
     return .push
+}
+
+/// The push step of `whenCancelled`: records the threading contract and
+/// pushes `node` (with its `unless` link when there is one). Returns
+/// CF_REG_ADDED, or the terminal state `_register` found and settled the
+/// node for (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will).
+@usableFromInline
+func _pushHandler(_ owner: AnyObject, _ node: _HandlerNode, _ queue: DispatchQueue?, _ unless: CancelToken) -> Int32 {
+    node._setThreading(queue)
+    // The common case, without the unless link (and without building a
+    // registration here that the caller builds inline).
+    guard unless._owner != nil else { return _register(owner, node) }
+    let r = CancelToken(_owner: owner)._add(node, unless: unless)
+    if r._node != nil { return Int32(CF_REG_ADDED) }
+    return r._neverRuns ? Int32(CF_REG_IMMORTAL) : Int32(CF_REG_CANCELLED)
 }
 
 /// Runs what a registration on an already-cancelled token runs: on `queue`
