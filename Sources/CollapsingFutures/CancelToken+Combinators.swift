@@ -50,7 +50,7 @@ extension CancelToken {
         let result = CancelToken(_owner: storage)
         let remaining = _Countdown(live.count)
         for t in live {
-            let node = _AllNode(storage: storage, remaining: remaining)
+            let node = _AllNode(storage, counting: remaining)
             _ = t._add(node, unless: result, removeOnUnlessImmortal: true)
         }
         return result

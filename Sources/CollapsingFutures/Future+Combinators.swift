@@ -55,10 +55,7 @@ extension Future {
     ///   result is immortal.
     public static func withTimeout(_ timeout: Duration, until: CancelToken,
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
-        _Delay.check(timeout, "timeout", of: "Future.withTimeout(_:until:_:)")
-        // A zero timeout first, as the original checks it before anything else.
-        if timeout == .zero { return .timedOut }
-        if until.isCancelled { return .cancelled }
+        if let refused = _refused(timeout, until, of: "Future.withTimeout(_:until:_:)") { return refused }
         let source = FutureSource<Value>()
         let out = source.future
         let lifetime = CancelTokenSource()
@@ -112,9 +109,7 @@ extension Future {
     ///   zero timeout with `TimeoutError`, without running `operation`.
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
-        _Delay.check(timeout, "timeout", of: "Future.withTimeout(_:unless:_:)")
-        if timeout == .zero { return .timedOut }
-        if unless.isCancelled { return .cancelled }
+        if let refused = _refused(timeout, unless, of: "Future.withTimeout(_:unless:_:)") { return refused }
         let source = FutureSource<Value>()
         let out = source.future
         let attempt = CancelTokenSource()
@@ -155,23 +150,18 @@ extension Future {
     /// still waiting are removed as soon as the result settles either way. O(n).
     public static func all(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Value]> {
         let inputs = Array(futures)
-        if inputs.isEmpty { return .succeeded([]) }
-        if unless.isCancelled { return .cancelled }
-        let out = Future<[Value]>()
-        let slots = _Slots<Value>(inputs.count)
-        var registrations: [CancelRegistration] = []
-        registrations.reserveCapacity(inputs.count)
-        for (i, f) in inputs.enumerated() {
-            registrations.append(_chain(f, nil, .immortal, output: out, inline: true) { _ in
-                switch f._result! {
-                case .failure(let e): out._trySet(.failure(e))
-                case .success(let v):
-                    if slots.fill(i, v) { out._trySet(.success(slots.values())) }
+        return _gather(inputs, unless: unless) { out in
+            let slots = _Slots<Value>(inputs.count)
+            return inputs.enumerated().map { i, f in
+                _chain(f, nil, .immortal, output: out, inline: true) { _ in
+                    switch f._result! {
+                    case .failure(let e): out._trySet(.failure(e))
+                    case .success(let v):
+                        if slots.fill(i, v) { out._trySet(.success(slots.values())) }
+                    }
                 }
-            })
+            }
         }
-        out._removeOnSettle(registrations, unless: unless)
-        return out
     }
 
     /// Completes with the same futures once every one has completed (either
@@ -179,16 +169,37 @@ extension Future {
     /// immortal if an input is.
     public static func allSettled(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Future]> {
         let inputs = Array(futures)
-        if inputs.isEmpty { return .succeeded([]) }
-        if unless.isCancelled { return .cancelled }
-        let out = Future<[Future]>()
-        let remaining = _Countdown(inputs.count)
-        let registrations = inputs.map { f in
-            _chain(f, nil, .immortal, output: out, inline: true) { _ in
-                if remaining.tick() { out._trySet(.success(inputs)) }
+        return _gather(inputs, unless: unless) { out in
+            let remaining = _Countdown(inputs.count)
+            return inputs.map { f in
+                _chain(f, nil, .immortal, output: out, inline: true) { _ in
+                    if remaining.tick() { out._trySet(.success(inputs)) }
+                }
             }
         }
-        out._removeOnSettle(registrations, unless: unless)
+    }
+
+    /// What both `withTimeout` forms check before anything runs: the
+    /// timeout's value (a misuse stops with a message naming `function`),
+    /// then a zero timeout (`TimeoutError`, checked first, as the original
+    /// does), then an already-cancelled token (`CancellationError`).
+    static func _refused(_ timeout: Duration, _ token: CancelToken, of function: String) -> Future? {
+        _Delay.check(timeout, "timeout", of: function)
+        if timeout == .zero { return .timedOut }
+        if token.isCancelled { return .cancelled }
+        return nil
+    }
+
+    /// What `all` and `allSettled` share: an empty input succeeds at once,
+    /// a cancelled `unless` fails at once; otherwise `register` registers
+    /// one continuation per input on the new output, and those registrations
+    /// go as soon as the output settles (`_removeOnSettle`).
+    static func _gather<E>(_ inputs: [Future], unless: CancelToken,
+                           _ register: (Future<[E]>) -> [CancelRegistration]) -> Future<[E]> {
+        if inputs.isEmpty { return .succeeded([]) }
+        if unless.isCancelled { return .cancelled }
+        let out = Future<[E]>()
+        out._removeOnSettle(register(out), unless: unless)
         return out
     }
 

@@ -14,14 +14,14 @@ import Testing
 import TestSupport
 
 /// 64 bytes: boxed.
-struct Wide: Sendable, Equatable { var a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8 }
+private struct Wide: Sendable, Equatable { var a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8 }
 /// 16-byte aligned: boxed whatever its size.
-struct OverAligned: Sendable, Equatable { var v: SIMD4<Float> = [1, 2, 3, 4] }
+private struct OverAligned: Sendable, Equatable { var v: SIMD4<Float> = [1, 2, 3, 4] }
 /// A reference alone: inline, not trivially destroyed.
-struct SmallCarrier: Sendable { let t: Tracked }
+private struct SmallCarrier: Sendable { let t: Tracked }
 /// A reference and two more words: boxed, not trivially destroyed.
-struct WideCarrier: Sendable { let t: Tracked; var pad = (1, 2) }
-struct TrackedError: Error { let t: Tracked }
+private struct WideCarrier: Sendable { let t: Tracked; var pad = (1, 2) }
+private struct TrackedError: Error { let t: Tracked }
 
 @Suite struct ResultStorage {
     /// Every way a value reaches a future, read back every way.

@@ -3,27 +3,6 @@
 import Foundation
 import Synchronization
 
-/// Counts events (handler runs, deinits) across threads.
-public final class Counter: Sendable {
-    private let n = Atomic<Int>(0)
-    public init() {}
-    public func increment() { n.add(1, ordering: .sequentiallyConsistent) }
-    public var value: Int { n.load(ordering: .sequentiallyConsistent) }
-}
-
-/// An object whose deinit is counted: leak tests capture these.
-public final class Tracked: Sendable {
-    public let deinits: Counter
-    public init(_ d: Counter) { deinits = d }
-    deinit { deinits.increment() }
-    public func touch() {}
-}
-
-public struct Boom: Error, Equatable {
-    public var code: Int
-    public init(code: Int = 0) { self.code = code }
-}
-
 /// Polls (bounded) until `condition` holds, yielding to other tasks. The bound
 /// only stops a broken test from hanging; no test asserts a duration.
 public func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
@@ -32,21 +11,6 @@ public func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
         try? await Task.sleep(nanoseconds: 1_000_000)
     }
     return condition()
-}
-
-/// Thread-safe ordered log (NSLock: ThreadSanitizer sees pthread mutexes,
-/// not Synchronization.Mutex's futex).
-public final class Log<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [T] = []
-    public init() {}
-    public func append(_ x: T) { lock.withLock { items.append(x) } }
-    public var all: [T] { lock.withLock { items } }
-}
-
-public struct TestError: Error, Equatable {
-    public var code = 1
-    public init(code: Int = 1) { self.code = code }
 }
 
 /// Runs `body(i)` on `n` threads at once (released together), waits for all,

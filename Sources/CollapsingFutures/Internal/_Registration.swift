@@ -56,20 +56,6 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
 @inlinable var _wImmortal: UInt { UInt(CF_W_IMMORTAL) }
 @inlinable var _wTerminal: UInt { UInt(CF_W_TERMINAL) }
 
-/// What a registration finds when it meets a token: the one decision of the
-/// registration path, taken from one read of the token's word.
-@usableFromInline
-enum _Meeting {
-    /// Still cancellable: allocate the node and push it (`_add`).
-    case push
-    /// Already cancelled: run at once, without a node.
-    case runNow
-    /// Immortal (or `.immortal`): it will never run.
-    case neverRuns
-    /// The `unless` token is already cancelled: stopped before it started.
-    case unlessFirst
-}
-
 /// Decides how a registration on the token stored in `owner` meets it.
 /// `queueBehindStartedWork`: a registration on a cancelled token made inside
 /// a handler that has started work still waiting queues behind that work

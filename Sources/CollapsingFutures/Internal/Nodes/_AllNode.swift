@@ -3,12 +3,14 @@ import CCollapsingFutures
 /// One input of `CancelToken.all`: counts down on cancel, immortalizes the
 /// result when its input becomes immortal.
 final class _AllNode: _Node, @unchecked Sendable {
-    @exclusivity(unchecked)
-    var storage: _TokenStorage?
+    /// The inputs still to be cancelled, shared by every input's node.
     let remaining: _Countdown
-    init(storage: _TokenStorage, remaining: _Countdown) {
-        self.storage = storage
+    /// The result's token, until this node's event.
+    @exclusivity(unchecked) var storage: _TokenStorage?
+
+    init(_ storage: _TokenStorage, counting remaining: _Countdown) {
         self.remaining = remaining
+        self.storage = storage
     }
     override func _run() {
         let s = storage.take()
