@@ -152,15 +152,18 @@ extension Future {
         let inputs = Array(futures)
         return _gather(inputs, unless: unless) { out in
             let slots = _Slots<Value>(inputs.count)
-            return inputs.enumerated().map { i, f in
-                _chain(f, nil, .immortal, output: out, inline: true) { _ in
+            var registrations: [CancelRegistration] = []
+            registrations.reserveCapacity(inputs.count)
+            for (i, f) in inputs.enumerated() {
+                registrations.append(_chain(f, nil, .immortal, output: out, inline: true) { _ in
                     switch f._result! {
                     case .failure(let e): out._trySet(.failure(e))
                     case .success(let v):
                         if slots.fill(i, v) { out._trySet(.success(slots.values())) }
                     }
-                }
+                })
             }
+            return registrations
         }
     }
 
