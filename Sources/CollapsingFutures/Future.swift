@@ -59,7 +59,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         if Self._inline {
             if !_isPOD(Value.self) { _valuePointer.deinitialize(count: 1) }
         } else {
-            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: _words.0)!).release()
+            _box.release()
         }
     }
 
@@ -79,10 +79,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         withUnsafeMutablePointer(to: &_words) { UnsafeMutableRawPointer($0).assumingMemoryBound(to: Value.self) }
     }
 
+    /// The retained `_ValueBox` in `_words.0` (boxed storage only).
+    @inlinable var _box: Unmanaged<AnyObject> { .fromOpaque(UnsafeRawPointer(bitPattern: _words.0)!) }
+
     /// The stored value. Only after seeing the future succeeded.
     @inlinable var _value: Value {
         if Self._inline { return _valuePointer.pointee }
-        return Unmanaged<_ValueBox<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: _words.0)!).takeUnretainedValue().value
+        return unsafeDowncast(_box.takeUnretainedValue(), to: _ValueBox<Value>.self).value
     }
 
     /// Stores the outcome (once, by the claim holder, before the settle).
@@ -109,7 +112,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         if Self._inline {
             _valuePointer.initialize(from: other._valuePointer, count: 1)
         } else {
-            _words.0 = UInt(bitPattern: Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: other._words.0)!).retain().toOpaque())
+            _words.0 = UInt(bitPattern: other._box.retain().toOpaque())
         }
     }
 

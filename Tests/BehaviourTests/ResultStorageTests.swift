@@ -24,17 +24,24 @@ private struct WideCarrier: Sendable { let t: Tracked; var pad = (1, 2) }
 private struct TrackedError: Error { let t: Tracked }
 
 @Suite struct ResultStorage {
+    /// The two ways a pending source's outcome is copied: a `then` output and
+    /// a future flattening into it.
+    func pendingCopies<V: Sendable>(of s: FutureSource<V>) -> (mapped: Future<V>, flattened: Future<V>) {
+        let mapped = s.future.then { $0 }
+        let flat = FutureSource<V>()
+        flat.trySetResult(s.future)
+        return (mapped, flat.future)
+    }
+
     /// Every way a value reaches a future, read back every way.
     func roundTrips<V: Sendable & Equatable>(_ v: V) {
         #expect(Future.succeeded(v).result.map { try? $0.get() } == v)
         let s = FutureSource<V>()
-        let mapped = s.future.then { $0 }
-        let flatPending = FutureSource<V>()
-        flatPending.trySetResult(s.future)
+        let (mapped, flatPending) = pendingCopies(of: s)
         s.trySetResult(v)
         #expect(s.future.forceGetResult() == v)
         #expect(mapped.forceGetResult() == v)
-        #expect(flatPending.future.forceGetResult() == v)
+        #expect(flatPending.forceGetResult() == v)
         let flatDone = FutureSource<V>()
         flatDone.trySetResult(s.future)
         #expect(flatDone.future.forceGetResult() == v)
@@ -62,13 +69,11 @@ private struct TrackedError: Error { let t: Tracked }
         let deinits = Counter()
         do {
             let s = FutureSource<P>()
-            let mapped = s.future.then { $0 }
-            let flatPending = FutureSource<P>()
-            flatPending.trySetResult(s.future)
+            let (mapped, flatPending) = pendingCopies(of: s)
             s.trySetResult(make(Tracked(deinits)))
             let flatDone = FutureSource<P>()
             flatDone.trySetResult(mapped)
-            #expect(flatPending.future.hasResult && flatDone.future.hasResult)
+            #expect(flatPending.hasResult && flatDone.future.hasResult)
             #expect(deinits.value == 0)
         }
         #expect(deinits.value == 1)
@@ -85,12 +90,10 @@ private struct TrackedError: Error { let t: Tracked }
         let deinits = Counter()
         do {
             let s = FutureSource<Wide>()
-            let mapped = s.future.then { $0 }
-            let flat = FutureSource<Wide>()
-            flat.trySetResult(s.future)
+            let (mapped, flat) = pendingCopies(of: s)
             s.trySetFailure(TrackedError(t: Tracked(deinits)))
-            #expect(s.future.hasFailed && mapped.hasFailed && flat.future.hasFailed)
-            #expect(flat.future.forceGetFailure() is TrackedError)
+            #expect(s.future.hasFailed && mapped.hasFailed && flat.hasFailed)
+            #expect(flat.forceGetFailure() is TrackedError)
             #expect(deinits.value == 0)
         }
         #expect(deinits.value == 1)
