@@ -17,9 +17,9 @@ extension Future {
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
         let out = Future<U>()
-        _chain(self, queue, unless, output: out) { ok in
+        _chainStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result! {
+            switch input._result! {
             case .success(let v): out._trySet(Result { try f(v) })
             case .failure(let e): out._trySet(.failure(e))
             }
@@ -103,8 +103,8 @@ extension Future {
     @inlinable
     public func thenDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                        _ f: @escaping @Sendable (Value) -> Void) {
-        _chain(self, queue, unless, output: nil) { ok in
-            if ok, case .success(let v) = self._result! { f(v) }
+        _chainSink(self, queue, unless, f) { input, f in
+            if case .success(let v) = input._result! { f(v) }
         }
     }
 

@@ -93,7 +93,7 @@ func _pushHandler(_ owner: AnyObject, _ node: _HandlerNode, _ queue: DispatchQue
 /// parts to be `Sendable`; the body's type just does not say so.)
 @usableFromInline
 func _runNow(_ queue: DispatchQueue?, _ run: @escaping () -> Void) {
-    if let queue, queue !== DispatchQueue.completingThread {
+    if !_runsInline(queue), let queue {
         nonisolated(unsafe) let run = run
         queue.async { run() }
     } else {
@@ -128,6 +128,53 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
         if !inline { node._setThreading(queue) }
         return CancelToken(_owner: source)._add(node, unless: unless)
     }
+}
+
+/// `_chain` for a `then` step (`_StepNode`): the same meetings, with the
+/// input, the user's function and the output passed to `step` rather than
+/// captured in a body closure. Specialized in the caller.
+@inlinable
+func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
+                      _ f: @escaping (A) throws -> R, _ output: Future<R>,
+                      _ step: @escaping _StepNode<A, R>.Step) {
+    let unless = unless._owner === input ? CancelToken.immortal : unless
+    switch _meet(input, unless: unless, queueBehindStartedWork: true) {
+    case .unlessFirst:
+        step(input, f, output, false)
+    case .neverRuns:
+        _failOnUnless(output, unless._owner) { _ in step(input, f, output, false) }
+    case .runNow:
+        if _runsInline(queue) { step(input, f, output, true) } else { _runNow(queue) { step(input, f, output, true) } }
+    case .push:
+        let node = _StepNode(input, f, output, step)
+        node._setThreading(queue)
+        _ = CancelToken(_owner: input)._add(node, unless: unless)
+    }
+}
+
+/// `_chainStep` for a `thenDo` (`_SinkNode`): nothing to fail or make
+/// immortal when it never runs.
+@inlinable
+func _chainSink<A>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
+                   _ f: @escaping (A) -> Void, _ step: @escaping _SinkNode<A>.Step) {
+    let unless = unless._owner === input ? CancelToken.immortal : unless
+    switch _meet(input, unless: unless, queueBehindStartedWork: true) {
+    case .unlessFirst, .neverRuns:
+        return
+    case .runNow:
+        if _runsInline(queue) { step(input, f) } else { _runNow(queue) { step(input, f) } }
+    case .push:
+        let node = _SinkNode(input, f, step)
+        node._setThreading(queue)
+        _ = CancelToken(_owner: input)._add(node, unless: unless)
+    }
+}
+
+/// Whether `_runNow(queue, …)` would run inline (so a caller can skip
+/// building its closure).
+@inlinable @inline(__always)
+func _runsInline(_ queue: DispatchQueue?) -> Bool {
+    queue == nil || queue === DispatchQueue.completingThread
 }
 
 /// The output of a continuation that will never run (its source is

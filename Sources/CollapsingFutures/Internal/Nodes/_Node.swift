@@ -85,7 +85,7 @@ class _Node: @unchecked Sendable {
     }
 
     /// Records the threading contract for `_dispatchRun`.
-    @inline(__always)
+    @usableFromInline @inline(__always)
     final func _setThreading(_ queue: DispatchQueue?) {
         if let queue {
             if queue !== DispatchQueue.completingThread { _queue = queue }

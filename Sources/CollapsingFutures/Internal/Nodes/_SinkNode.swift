@@ -1,0 +1,42 @@
+import CCollapsingFutures
+
+/// A `thenDo` without a closure context: `_StepNode`'s technique for a
+/// continuation with no output. `f`'s declared shape, `(A) -> Void`, is the
+/// public parameter's, so it is stored without a reabstraction thunk; a
+/// `thenDo` costs one allocation, this node.
+@usableFromInline
+final class _SinkNode<A: Sendable>: _Node, @unchecked Sendable {
+    /// Runs `f` as the continuation says (a closure literal capturing nothing).
+    @usableFromInline typealias Step = (_ input: Future<A>, _ f: (A) -> Void) -> Void
+
+    @exclusivity(unchecked) @usableFromInline var input: Future<A>?
+    @exclusivity(unchecked) @usableFromInline var f: ((A) -> Void)?
+    @exclusivity(unchecked) @usableFromInline var step: Step?
+
+    @inlinable init(_ input: Future<A>, _ f: @escaping (A) -> Void, _ step: @escaping Step) {
+        self.input = input
+        self.f = f
+        self.step = step
+        super.init()
+    }
+
+    /// Takes the fields with plain loads and stores (see `_StepNode`).
+    @inline(__always)
+    private func _takeAll() -> (Step, Future<A>, (A) -> Void)? {
+        let s = step, i = input, fn = f
+        step = nil; input = nil; f = nil
+        guard let s, let i, let fn else { return nil }
+        return (s, i, fn)
+    }
+
+    @usableFromInline override func _run() {
+        if let (s, i, f) = _takeAll() { s(i, f) }
+    }
+
+    @usableFromInline override func _discard() { _ = _takeAll() }
+
+    @usableFromInline override func _removed(byUnless: Bool) {
+        _ = _takeAll()
+        if !byUnless { _settleCompanion() }
+    }
+}

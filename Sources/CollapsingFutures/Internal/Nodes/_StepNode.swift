@@ -1,0 +1,57 @@
+import CCollapsingFutures
+
+/// A `then` step without a closure context: the node holds the input, the
+/// user's function and the output itself, and `step` is a closure literal
+/// that captures nothing (in the specialized caller, a plain function
+/// pointer), so a step costs two allocations, the output future and this
+/// node.
+///
+/// `f`'s declared shape, `(A) throws -> R`, is the public parameter's
+/// `(Value) throws -> U`: stored as it is passed, with no reabstraction
+/// thunk (a field of any other shape, or of type `F`, would need one: one
+/// allocation again).
+@usableFromInline
+final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
+    /// `ok` true: the input completed; false: `unless` was cancelled first.
+    @usableFromInline typealias Step = (_ input: Future<A>, _ f: (A) throws -> R, _ output: Future<R>, _ ok: Bool) -> Void
+
+    @exclusivity(unchecked) @usableFromInline var input: Future<A>?
+    @exclusivity(unchecked) @usableFromInline var f: ((A) throws -> R)?
+    @exclusivity(unchecked) @usableFromInline var output: Future<R>?
+    @exclusivity(unchecked) @usableFromInline var step: Step?
+
+    @inlinable init(_ input: Future<A>, _ f: @escaping (A) throws -> R, _ output: Future<R>, _ step: @escaping Step) {
+        self.input = input
+        self.f = f
+        self.output = output
+        self.step = step
+        super.init()
+    }
+
+    /// Takes the fields (plain loads and stores: these methods are not
+    /// specialized, and `Optional.take()` on a generic function type would
+    /// look up its metadata on every step).
+    @inline(__always)
+    private func _takeAll() -> (Step, Future<A>, (A) throws -> R, Future<R>)? {
+        let s = step, i = input, fn = f, o = output
+        step = nil; input = nil; f = nil; output = nil
+        guard let s, let i, let fn, let o else { return nil }
+        return (s, i, fn, o)
+    }
+
+    @usableFromInline override func _run() {
+        if let (s, i, f, o) = _takeAll() { s(i, f, o, true) }
+    }
+
+    @usableFromInline override func _discard() { _discarded(unless: nil) }
+
+    /// The input became immortal: as `_ContinuationNode._discarded`.
+    @usableFromInline override func _discarded(unless unlessOwner: AnyObject?) {
+        if let (s, i, f, o) = _takeAll() { _failOnUnless(o, unlessOwner) { _ in s(i, f, o, false) } }
+    }
+
+    @usableFromInline override func _removed(byUnless: Bool) {
+        let taken = _takeAll()
+        if !byUnless { _settleCompanion() } else if let (s, i, f, o) = taken { s(i, f, o, false) }
+    }
+}
