@@ -119,7 +119,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         let e = _Entry { run(self.result!) }
         if let queue { e.queue = queue } else if _isMainThread() { e.mainSticky = true }
         if let output {
-            e.onDiscard = { output._tryImmortalize() }
+            // An immortal input: `run` is released; the output can still fail
+            // through a live `unless`, and is immortal once it cannot.
+            e.onDiscard = {
+                let fail = _Entry { output._trySet(.failure(CancellationError())) }
+                fail.onDiscard = { output._tryImmortalize() }
+                _ = unless._add(fail, unless: .immortal)
+            }
             e.onUnlessRemoved = { output._trySet(.failure(CancellationError())) }
         }
         if unless.isCancelled { e.handler = nil; e.onUnlessRemoved?(); return }

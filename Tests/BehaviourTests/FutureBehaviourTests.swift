@@ -295,6 +295,138 @@ import Foundation
     }
 }
 
+/// `then` and `thenDo` hold their input, function and output in the node
+/// itself (no closure context): every way such a step ends must run it
+/// once, fail or make its output immortal as the contract says, and free
+/// what it held (counted deinits and weak references).
+@Suite struct StepContinuations {
+    @Test func thenDoUnlessCancelledFirstNeverRunsAndReleasesItsClosureAndLink() {
+        let s = FutureSource<Int>(), u = CancelTokenSource()
+        let deinits = Counter(), ran = Counter()
+        do {
+            let obj = Tracked(deinits)
+            s.future.thenDo(unless: u.token) { _ in obj.touch(); ran.increment() }
+        }
+        #expect(deinits.value == 0)
+        u.cancel()
+        #expect(deinits.value == 1)
+        s.trySetResult(1)
+        #expect(ran.value == 0)
+    }
+
+    @Test func stepsReleaseInputFunctionAndOutputOnceRun() {
+        let deinits = Counter()
+        weak var input: Future<Int>?
+        weak var output: Future<Int>?
+        var s: FutureSource<Int>? = FutureSource<Int>()
+        let seen = Counter()
+        do {
+            let obj = Tracked(deinits), obj2 = Tracked(deinits)
+            input = s!.future
+            let out = s!.future.then { v in obj.touch(); return v + 1 }
+            output = out
+            out.thenDo { v in obj2.touch(); if v == 2 { seen.increment() } }
+        }
+        // The pending output is kept alive only by the step waiting for its input.
+        #expect(output != nil)
+        s!.trySetResult(1)
+        #expect(seen.value == 1)
+        #expect(deinits.value == 2)
+        #expect(output == nil)
+        drop(&s)
+        #expect(input == nil)
+    }
+
+    @Test func thenOfFutureThatBecomesImmortalFailsWhenUnlessIsCancelledLater() {
+        var s: FutureSource<Int>? = FutureSource<Int>()
+        let u = CancelTokenSource()
+        let deinits = Counter(), ran = Counter()
+        let f: Future<Int>
+        do {
+            let obj = Tracked(deinits)
+            f = s!.future.then(unless: u.token) { v in obj.touch(); ran.increment(); return v }
+        }
+        drop(&s)
+        // Never runs: released at once; the output can still fail through `unless`.
+        #expect(deinits.value == 1)
+        #expect(f.state == .pending)
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(ran.value == 0)
+    }
+
+    @Test func thenOfFutureThatBecomesImmortalIsImmortalOnceUnlessCannotFire() {
+        var s: FutureSource<Int>? = FutureSource<Int>()
+        var u: CancelTokenSource? = CancelTokenSource()
+        let deinits = Counter()
+        let f: Future<Int>
+        do {
+            let obj = Tracked(deinits)
+            f = s!.future.then(unless: u!.token) { v in obj.touch(); return v }
+        }
+        drop(&s)
+        #expect(deinits.value == 1)
+        drop(&u)
+        #expect(f.state == .immortal)
+    }
+
+    @Test func thenDoOfFutureThatBecomesImmortalReleasesItsClosure() {
+        var s: FutureSource<Int>? = FutureSource<Int>()
+        let u = CancelTokenSource()
+        let deinits = Counter()
+        do {
+            let obj = Tracked(deinits)
+            s!.future.thenDo(unless: u.token) { _ in obj.touch() }
+        }
+        drop(&s)
+        #expect(deinits.value == 1)
+    }
+
+    @Test func pendingStepsOnAQueueRunThere() {
+        let q = DispatchQueue(label: "cf.test.steps")
+        let key = DispatchSpecificKey<Int>()
+        q.setSpecific(key: key, value: 5)
+        let s = FutureSource<Int>()
+        let onQueue = Counter()
+        let f = s.future.then(on: q) { _ in DispatchQueue.getSpecific(key: key) }
+        s.future.thenDo(on: q) { _ in if DispatchQueue.getSpecific(key: key) == 5 { onQueue.increment() } }
+        s.trySetResult(1)
+        #expect(eventually { !f.isIncomplete && onQueue.value == 1 })
+        #expect(f.forceGetResult() == 5)
+    }
+
+    @Test func completedFutureStepsRunInline() {
+        let log = Log<String>()
+        let f = Future.succeeded(2)
+        let g = f.then { v -> Int in log.append("then"); return v * 3 }
+        f.thenDo { _ in log.append("thenDo") }
+        #if !DISPATCH_LOCK && !MUTEX_LOCK
+        let h = f.then(on: .completingThread) { v -> Int in log.append("then-ct"); return v * 5 }
+        f.thenDo(on: .completingThread) { _ in log.append("thenDo-ct") }
+        #expect(h.forceGetResult() == 10)
+        #endif
+        log.append("after")
+        #if !DISPATCH_LOCK && !MUTEX_LOCK
+        #expect(log.all == ["then", "thenDo", "then-ct", "thenDo-ct", "after"])
+        #else
+        #expect(log.all == ["then", "thenDo", "after"])
+        #endif
+        #expect(g.forceGetResult() == 6)
+    }
+
+    @Test func thenDoOnAFailedFutureNeverRunsAndReleasesItsClosure() {
+        let s = FutureSource<Int>()
+        let deinits = Counter(), ran = Counter()
+        do {
+            let obj = Tracked(deinits)
+            s.future.thenDo { _ in obj.touch(); ran.increment() }
+        }
+        s.trySetFailure(TestError())
+        #expect(ran.value == 0)
+        #expect(deinits.value == 1)
+    }
+}
+
 @Suite struct Collapsing {
     @Test func setToPendingFutureFlattensThenCompletes() {
         let a = FutureSource<Int>(), b = FutureSource<Int>()

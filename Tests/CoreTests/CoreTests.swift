@@ -51,6 +51,31 @@ import Dispatch
         #expect(s.token._linkedNodeCount == 0)
     }
 
+    /// `then`/`thenDo` steps (`_StepNode`/`_SinkNode`) with a long-lived
+    /// `unless`: completed steps leave nothing live on it, and a step whose
+    /// `unless` fired first is removed from its input's list.
+    @Test func thenStepsWithALongLivedUnlessDoNotAccumulate() {
+        let longLived = CancelTokenSource()
+        let ran = Counter()
+        for i in 0..<10_000 {
+            let s = FutureSource<Int>()
+            let f = s.future.then(unless: longLived.token) { $0 + 1 }
+            f.thenDo(unless: longLived.token) { _ in ran.increment() }
+            s.trySetResult(i)
+        }
+        #expect(ran.value == 10_000)
+        #expect(longLived.token._liveRegistrationCount == 0)
+        #expect(longLived.token._linkedNodeCount <= 32)
+
+        let s = FutureSource<Int>(), u = CancelTokenSource()
+        let f = s.future.then(unless: u.token) { $0 }
+        s.future.thenDo(unless: u.token) { _ in ran.increment() }
+        #expect(s.future.completionToken._liveRegistrationCount == 2)
+        u.cancel()
+        #expect(s.future.completionToken._liveRegistrationCount == 0)
+        #expect(f.hasFailedWithCancel)
+    }
+
     @Test func unlessRegistrationsOnLongLivedTokenDoNotAccumulate() {
         let longLived = CancelTokenSource()
         let s = CancelTokenSource()

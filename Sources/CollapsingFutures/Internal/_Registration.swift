@@ -9,7 +9,9 @@
 // Callers say only what "run now", "never" and "unless first" mean for
 // them: `whenCancelled` (user handlers, pushed through `_pushHandler` so the
 // registration it returns is built inline in the caller), `_whenCancelledInline`
-// and `_whenSettledInline` (the library's bookkeeping), `_chain` (continuations).
+// and `_whenSettledInline` (the library's bookkeeping), `_chain` (continuations),
+// and `_chainStep`/`_chainSink` (`then`/`thenDo` steps, through `_pushHandler`:
+// nobody keeps their registration).
 // Nodes themselves (what run, discard and remove do) are in Internal/Nodes/.
 import CCollapsingFutures
 import Dispatch
@@ -70,12 +72,13 @@ func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool
     return .push
 }
 
-/// The push step of `whenCancelled`: records the threading contract and
+/// The push step of `whenCancelled` and of `then`/`thenDo` steps: records
+/// the threading contract and
 /// pushes `node` (with its `unless` link when there is one). Returns
 /// CF_REG_ADDED, or the terminal state `_register` found and settled the
 /// node for (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will).
 @usableFromInline
-func _pushHandler(_ owner: AnyObject, _ node: _HandlerNode, _ queue: DispatchQueue?, _ unless: CancelToken) -> Int32 {
+func _pushHandler(_ owner: AnyObject, _ node: _Node, _ queue: DispatchQueue?, _ unless: CancelToken) -> Int32 {
     node._setThreading(queue)
     // The common case, without the unless link (and without building a
     // registration here that the caller builds inline).
@@ -118,7 +121,7 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
         return CancelRegistration(neverRuns: true)
     case .neverRuns:
         // Never runs; the output can still fail if `unless` is cancelled.
-        if let output { _failOnUnless(output, unless._owner, body) }
+        if let output { _failOnUnless(output, unless._owner) }
         return CancelRegistration(neverRuns: true)
     case .runNow:
         if inline { body(true) } else { _runNow(queue) { body(true) } }
@@ -142,13 +145,11 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
     case .unlessFirst:
         step(input, f, output, false)
     case .neverRuns:
-        _failOnUnless(output, unless._owner) { _ in step(input, f, output, false) }
+        _failOnUnless(output, unless._owner)
     case .runNow:
         if _runsInline(queue) { step(input, f, output, true) } else { _runNow(queue) { step(input, f, output, true) } }
     case .push:
-        let node = _StepNode(input, f, output, step)
-        node._setThreading(queue)
-        _ = CancelToken(_owner: input)._add(node, unless: unless)
+        _ = _pushHandler(input, _StepNode(input, f, output, step), queue, unless)
     }
 }
 
@@ -164,9 +165,7 @@ func _chainSink<A>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Cancel
     case .runNow:
         if _runsInline(queue) { step(input, f) } else { _runNow(queue) { step(input, f) } }
     case .push:
-        let node = _SinkNode(input, f, step)
-        node._setThreading(queue)
-        _ = CancelToken(_owner: input)._add(node, unless: unless)
+        _ = _pushHandler(input, _SinkNode(input, f, step), queue, unless)
     }
 }
 
@@ -178,17 +177,22 @@ func _runsInline(_ queue: DispatchQueue?) -> Bool {
 }
 
 /// The output of a continuation that will never run (its source is
-/// immortal): `body(false)` fails it with `CancellationError` when the
-/// `unless` token (owned by `unlessOwner`) is cancelled; it becomes immortal
-/// when that token does, or at once without one. The registration on the
-/// `unless` token is the output's only owner, so nothing else keeps it pending.
+/// immortal): it fails with `CancellationError` when the `unless` token
+/// (owned by `unlessOwner`) is cancelled, and becomes immortal when that
+/// token does, or at once without one. The registration on the `unless`
+/// token holds the output alone: the continuation's function and its input
+/// are already released, so a long-lived `unless` keeps nothing the
+/// continuation captured alive.
 @usableFromInline
-func _failOnUnless(_ output: AnyObject, _ unlessOwner: AnyObject?, _ body: @escaping (Bool) -> Void) {
+func _failOnUnless(_ output: AnyObject, _ unlessOwner: AnyObject?) {
     guard let uo = unlessOwner else {
         _ = _tryImmortalizeFuture(output)
         return
     }
-    _ = CancelToken(_owner: uo)._add(_ContinuationNode(output: output) { _ in body(false) }, unless: .immortal)
+    guard let out = output as? any _ContinuationOutput else {
+        fatalError("CollapsingFutures: a continuation's output must be a Future (got \(type(of: output)))")
+    }
+    _ = CancelToken(_owner: uo)._add(_ContinuationNode(output: output) { _ in out._failCancelled() }, unless: .immortal)
 }
 
 /// Claims an unset future and makes it immortal (non-generic: C only).

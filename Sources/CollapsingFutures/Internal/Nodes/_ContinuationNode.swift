@@ -33,13 +33,14 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
 
     @usableFromInline override func _discard() { _discarded(unless: nil) }
 
-    /// The source became immortal: the body never runs. The output fails
-    /// with `CancellationError` if the `unless` token is cancelled later (it
-    /// was cancelled first), and becomes immortal if it cannot be.
+    /// The source became immortal: the body never runs, and is released
+    /// now. The output fails with `CancellationError` if the `unless` token
+    /// is cancelled later (it was cancelled first), and becomes immortal if
+    /// it cannot be.
     @usableFromInline override func _discarded(unless unlessOwner: AnyObject?) {
         let o = output, b = body
         body = nil; output = nil
-        if let o, let b { _failOnUnless(o, unlessOwner, b) }
+        if let o, b != nil { _failOnUnless(o, unlessOwner) }
     }
 
     @usableFromInline override func _removed(byUnless: Bool) {

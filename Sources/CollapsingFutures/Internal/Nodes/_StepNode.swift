@@ -45,9 +45,10 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
 
     @usableFromInline override func _discard() { _discarded(unless: nil) }
 
-    /// The input became immortal: as `_ContinuationNode._discarded`.
+    /// The input became immortal: as `_ContinuationNode._discarded` (the
+    /// function and the input are released now).
     @usableFromInline override func _discarded(unless unlessOwner: AnyObject?) {
-        if let (s, i, f, o) = _takeAll() { _failOnUnless(o, unlessOwner) { _ in s(i, f, o, false) } }
+        if let (_, _, _, o) = _takeAll() { _failOnUnless(o, unlessOwner) }
     }
 
     @usableFromInline override func _removed(byUnless: Bool) {
