@@ -69,8 +69,8 @@ final class Cell: Sendable {
     func add() { v.add(1, ordering: .relaxed) }
 }
 
-/// A `then` continuation: out = src + 1.
-struct ThenRecord { let src: Int; let out: Future<Int>; let ran: Cell }
+/// A `then` continuation: out = src + 1; `unless` is a token index, or nil.
+struct ThenRecord { let src: Int; let unless: Int?; let out: Future<Int>; let ran: Cell }
 
 /// A combinator over pool futures `a` and `b` and what it returned.
 enum CombinatorRecord {
@@ -221,12 +221,15 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                     let won = s.trySetResult(futures[fj])
                     flattenLog.withLock { $0.append((fi, fj, won)) }
                 }
-            case 9:         // then
+            case 9:         // then (with an unless token when b is odd)
                 let fi = a % nFutures
                 let ran = Cell(0)
                 let cap = Captured(d)
-                let out = futures[fi].then { (x: Int) -> Int in _ = cap; ran.add(); return x + 1 }
-                thenLog.withLock { $0.append(ThenRecord(src: fi, out: out, ran: ran)) }
+                let unless: Int? = b & 1 == 1 ? ui : nil
+                let out = futures[fi].then(unless: unless.map { tokensC[$0] } ?? .immortal) { (x: Int) -> Int in
+                    _ = cap; ran.add(); return x + 1
+                }
+                thenLog.withLock { $0.append(ThenRecord(src: fi, unless: unless, out: out, ran: ran)) }
             case 10:        // drop a future source: unset -> immortal
                 let fi = a % nFutures
                 if fi % threads == me { fboxes[fi].source = nil }
@@ -326,6 +329,25 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     for r in thenLog.withLock({ $0 }) {
         let src = futures[r.src], ran = r.ran.load()
         if ran > 1 { throw fail("continuation ran \(ran) times") }
+        if let u = r.unless {
+            // `unless` may have come first: the output failed with
+            // CancellationError and the continuation never ran. Otherwise as
+            // without it; an immortal source's output stays pending while
+            // `unless` can still fire.
+            let uState = tokens[u].state
+            if r.out.hasFailedWithCancel && ran == 0 {
+                if uState != .cancelled && src.state != .failed { throw fail("then(unless:) output failed but its unless is \(uState)") }
+                continue
+            }
+            if uState == .cancelled && src.state != .succeeded && src.state != .failed {
+                throw fail("then(unless:) output \(r.out) of a \(src.state) future whose unless was cancelled")
+            }
+            if src.state == .immortal {
+                let expected: FutureState = uState == .immortal ? .immortal : .pending
+                if r.out.state != expected { throw fail("then(unless:) output \(r.out) of an immortal future, unless \(uState)") }
+                continue
+            }
+        }
         switch src.state {
         case .succeeded:
             if r.out.result.flatMap({ try? $0.get() }) != src.forceGetResult() + 1 || ran != 1 {
