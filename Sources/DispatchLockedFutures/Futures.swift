@@ -116,6 +116,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     func _chain<U>(_ queue: DispatchQueue?, _ unless: CancelToken, _ output: Future<U>?,
                    _ run: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        // Our own completion token is never cancelled before we complete: as
+        // `unless` it never stops anything.
+        let unless = unless == completionToken ? CancelToken.immortal : unless
         let e = _Entry { run(self.result!) }
         if let queue { e.queue = queue } else if _isMainThread() { e.mainSticky = true }
         if let output {
@@ -129,7 +132,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             e.onUnlessRemoved = { output._trySet(.failure(CancellationError())) }
         }
         if unless.isCancelled { e.handler = nil; e.onUnlessRemoved?(); return }
-        if unless == completionToken { e.handler = nil; e.onDiscard?(); return }
         _ = completionToken._add(e, unless: unless)
     }
 

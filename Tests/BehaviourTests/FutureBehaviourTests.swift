@@ -300,7 +300,7 @@ import Foundation
 /// once, fail or make its output immortal as the contract says, and free
 /// what it held (counted deinits and weak references).
 @Suite struct StepContinuations {
-    @Test func thenDoUnlessCancelledFirstNeverRunsAndReleasesItsClosureAndLink() {
+    @Test func thenDoUnlessCancelledFirstNeverRunsAndReleasesItsClosure() {
         let s = FutureSource<Int>(), u = CancelTokenSource()
         let deinits = Counter(), ran = Counter()
         do {
@@ -318,21 +318,27 @@ import Foundation
         let deinits = Counter()
         weak var input: Future<Int>?
         weak var output: Future<Int>?
+        weak var last: Future<Int>?
         var s: FutureSource<Int>? = FutureSource<Int>()
         let seen = Counter()
         do {
-            let obj = Tracked(deinits), obj2 = Tracked(deinits)
+            let obj = Tracked(deinits)
             input = s!.future
-            let out = s!.future.then { v in obj.touch(); return v + 1 }
-            output = out
-            out.thenDo { v in obj2.touch(); if v == 2 { seen.increment() } }
+            output = s!.future.then { v in obj.touch(); return v + 1 }
         }
         // The pending output is kept alive only by the step waiting for its input.
         #expect(output != nil)
+        do {
+            let obj2 = Tracked(deinits)
+            let out2 = output!.then { v in obj2.touch(); return v * 10 }
+            last = out2
+            out2.thenDo { v in if v == 20 { seen.increment() } }
+        }
         s!.trySetResult(1)
         #expect(seen.value == 1)
         #expect(deinits.value == 2)
         #expect(output == nil)
+        #expect(last == nil)
         drop(&s)
         #expect(input == nil)
     }
@@ -341,14 +347,18 @@ import Foundation
         var s: FutureSource<Int>? = FutureSource<Int>()
         let u = CancelTokenSource()
         let deinits = Counter(), ran = Counter()
+        weak var input: Future<Int>?
         let f: Future<Int>
         do {
             let obj = Tracked(deinits)
+            input = s!.future
             f = s!.future.then(unless: u.token) { v in obj.touch(); ran.increment(); return v }
         }
         drop(&s)
-        // Never runs: released at once; the output can still fail through `unless`.
+        // Never runs: the function and the input are released at once; the
+        // output can still fail through `unless`.
         #expect(deinits.value == 1)
+        #expect(input == nil)
         #expect(f.state == .pending)
         u.cancel()
         #expect(f.hasFailedWithCancel)
@@ -380,6 +390,56 @@ import Foundation
         }
         drop(&s)
         #expect(deinits.value == 1)
+    }
+
+    /// Every continuation form on a future that becomes immortal while
+    /// `unless` is live: the function is released at once (a long-lived
+    /// `unless` must not keep what it captured), the outputs stay pending
+    /// and fail with `CancellationError` when `unless` is cancelled.
+    @Test func everyFormOfAFutureThatBecomesImmortalReleasesItsFunctionAtOnce() {
+        var s: FutureSource<Int>? = FutureSource<Int>()
+        let u = CancelTokenSource()
+        let deinits = Counter(), ran = Counter()
+        var outs: [Future<Int>] = []
+        do {
+            let f = s!.future
+            let t = (0..<9).map { _ in Tracked(deinits) }
+            outs.append(f.then(unless: u.token) { v -> Int in t[0].touch(); ran.increment(); return v })
+            outs.append(f.then(unless: u.token) { v -> Future<Int> in t[1].touch(); ran.increment(); return .succeeded(v) })
+            outs.append(f.catch(unless: u.token) { _ -> Int in t[2].touch(); ran.increment(); return 0 })
+            outs.append(f.catch(unless: u.token) { _ -> Future<Int> in t[3].touch(); ran.increment(); return .succeeded(0) })
+            outs.append(f.finally(unless: u.token) { _ -> Int in t[4].touch(); ran.increment(); return 0 })
+            outs.append(f.finally(unless: u.token) { _ -> Future<Int> in t[5].touch(); ran.increment(); return .succeeded(0) })
+            f.thenDo(unless: u.token) { _ in t[6].touch(); ran.increment() }
+            f.catchDo(unless: u.token) { _ in t[7].touch(); ran.increment() }
+            f.finallyDo(unless: u.token) { _ in t[8].touch(); ran.increment() }
+            outs.append(f.unless(u.token))
+        }
+        drop(&s)
+        #expect(deinits.value == 9)
+        #expect(outs.allSatisfy { $0.state == .pending })
+        u.cancel()
+        #expect(outs.allSatisfy { $0.hasFailedWithCancel })
+        #expect(ran.value == 0)
+    }
+
+    /// The same on a future that is already immortal when they are added.
+    @Test func formsAddedToAnImmortalFutureWithALiveUnlessReleaseTheirFunctionAtOnce() {
+        let u = CancelTokenSource()
+        let deinits = Counter()
+        var outs: [Future<Int>] = []
+        do {
+            let f = Future<Int>.immortal
+            let t = (0..<4).map { _ in Tracked(deinits) }
+            outs.append(f.then(unless: u.token) { v -> Int in t[0].touch(); return v })
+            outs.append(f.then(unless: u.token) { v -> Future<Int> in t[1].touch(); return .succeeded(v) })
+            outs.append(f.catch(unless: u.token) { _ -> Int in t[2].touch(); return 0 })
+            f.thenDo(unless: u.token) { _ in t[3].touch() }
+        }
+        #expect(deinits.value == 4)
+        #expect(outs.allSatisfy { $0.state == .pending })
+        u.cancel()
+        #expect(outs.allSatisfy { $0.hasFailedWithCancel })
     }
 
     @Test func pendingStepsOnAQueueRunThere() {

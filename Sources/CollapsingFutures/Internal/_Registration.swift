@@ -106,7 +106,10 @@ func _runNow(_ queue: DispatchQueue?, _ run: @escaping () -> Void) {
 
 /// Attaches a continuation to the future `source` (non-generic: the body was
 /// specialized by the caller). `output` is failed or made immortal when the
-/// continuation can never run. `inline`: library bookkeeping, run on the
+/// continuation can never run. `body(false)` (`unless` came first) must do
+/// nothing but fail `output` with `CancellationError`: when the source
+/// becomes immortal first, `_failOnUnless` does exactly that without the
+/// body, which is released at once. `inline`: library bookkeeping, run on the
 /// completing thread whatever thread registered it (no main-queue hop).
 /// Returns the registration (for combinators that remove their own).
 @usableFromInline @discardableResult

@@ -24,8 +24,10 @@ final class Deinits: Sendable {
 
 final class Captured: Sendable {
     let d: Deinits
-    init(_ d: Deinits) { self.d = d; d.created.add(1, ordering: .relaxed) }
-    deinit { d.freed.add(1, ordering: .relaxed) }
+    /// Set to 1 when this object is freed (for checks made before the end).
+    let released: Cell?
+    init(_ d: Deinits, released: Cell? = nil) { self.d = d; self.released = released; d.created.add(1, ordering: .relaxed) }
+    deinit { d.freed.add(1, ordering: .relaxed); released?.store(1) }
 }
 
 /// What one handler saw. Written by the handler and the registering thread,
@@ -69,8 +71,9 @@ final class Cell: Sendable {
     func add() { v.add(1, ordering: .relaxed) }
 }
 
-/// A `then` continuation: out = src + 1; `unless` is a token index, or nil.
-struct ThenRecord { let src: Int; let unless: Int?; let out: Future<Int>; let ran: Cell }
+/// A `then` continuation: out = src + 1; `unless` is a token index, or nil;
+/// `released` is set when the function's captures are freed.
+struct ThenRecord { let src: Int; let unless: Int?; let out: Future<Int>; let ran: Cell; let released: Cell }
 
 /// A combinator over pool futures `a` and `b` and what it returned.
 enum CombinatorRecord {
@@ -223,13 +226,13 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 }
             case 9:         // then (with an unless token when b is odd)
                 let fi = a % nFutures
-                let ran = Cell(0)
-                let cap = Captured(d)
-                let unless: Int? = b & 1 == 1 ? ui : nil
+                let ran = Cell(0), released = Cell(0)
+                let cap = Captured(d, released: released)
+                let unless: Int? = b & 1 == 1 ? (b >> 1) % nTokens : nil
                 let out = futures[fi].then(unless: unless.map { tokensC[$0] } ?? .immortal) { (x: Int) -> Int in
                     _ = cap; ran.add(); return x + 1
                 }
-                thenLog.withLock { $0.append(ThenRecord(src: fi, unless: unless, out: out, ran: ran)) }
+                thenLog.withLock { $0.append(ThenRecord(src: fi, unless: unless, out: out, ran: ran, released: released)) }
             case 10:        // drop a future source: unset -> immortal
                 let fi = a % nFutures
                 if fi % threads == me { fboxes[fi].source = nil }
@@ -329,6 +332,14 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     for r in thenLog.withLock({ $0 }) {
         let src = futures[r.src], ran = r.ran.load()
         if ran > 1 { throw fail("continuation ran \(ran) times") }
+        // Once the continuation can no longer run (it ran, its source is
+        // settled, or `unless` came first) its function is freed, even while
+        // `unless` can still fail the output.
+        let over = src.state == .succeeded || src.state == .failed || src.state == .immortal
+            || (r.out.hasFailedWithCancel && ran == 0)
+        if over && r.released.load() != 1 {
+            throw fail("then continuation of a \(src.state) future still holds its function (output \(r.out))")
+        }
         if let u = r.unless {
             // `unless` may have come first: the output failed with
             // CancellationError and the continuation never ran. Otherwise as

@@ -45,9 +45,9 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     /// is cancelled later (it was cancelled first), and becomes immortal if
     /// it cannot be.
     @usableFromInline override func _discarded(unless unlessOwner: AnyObject?) {
-        let o = output, b = body
+        let o = output, live = body != nil
         body = nil; output = nil
-        if let o, b != nil { _failOnUnless(o, unlessOwner) }
+        if let o, live { _failOnUnless(o, unlessOwner) }
     }
 
     @usableFromInline override func _removed(byUnless: Bool) {
