@@ -22,7 +22,8 @@
  * model step(s) it names (`@<id>` in a comment next to the d_step): one C
  * line is named once and may mark several model steps (wants_len: the
  * last_len load of wants_clean, reached from cf_node_remove, from the
- * re-check in try_clean and from the re-check in debug_count). A snippet
+ * re-check in try_clean and from the re-check in debug_count; clear_load
+ * and clear_cas: clear_cleaning, called by try_clean and debug_count). A snippet
  * starting with ^ must start the (trimmed) line.
  *
  * @step token_load      | cf_token_load         | return AO_load_acquire(W(&t->word));
@@ -51,8 +52,8 @@
  * @step clean_unlink    | try_clean             | prev->next = next;
  * @step clean_len       | try_clean             | AO_store(W(&t->last_len), kept);
  * @step clean_dead      | try_clean             | AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
- * @step clean_reload    | try_clean             | AO_t cur_w = AO_load(W(&t->word));
- * @step clean_clear     | try_clean             | AO_fetch_compare_and_swap_full(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
+ * @step clear_load      | clear_cleaning        | AO_t w = AO_load(W(&t->word));
+ * @step clear_cas       | clear_cleaning        | AO_fetch_compare_and_swap_full(W(&t->word), w, w & ~(AO_t)CF_W_CLEANING);
  * @step clean_call      | try_clean             | fn(unlinked->ctx, CF_EV_UNLINK);
  * @step clean_recheck   | try_clean             | if (!wants_clean(t, AO_load(W(&t->dead)))) return;
  * @step wants_len       | wants_clean           | AO_load(W(&t->last_len)) / 2
@@ -63,8 +64,6 @@
  * @step dbg_load        | debug_count           | AO_t w = AO_load_acquire(W(&t->word));
  * @step dbg_cas         | debug_count           | AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)
  * @step dbg_state       | debug_count           | AO_load_acquire(W(&n->state)) == CF_N_LIVE) count++;
- * @step dbg_reload      | debug_count           | AO_t cur_w = AO_load(W(&t->word));
- * @step dbg_clear       | debug_count           | AO_fetch_compare_and_swap_full(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
  * @step dbg_recheck     | debug_count           | if (wants_clean(t, AO_load(W(&t->dead)))) try_clean(t);
  * @step future_claim    | cf_future_claim       | return AO_compare_and_swap_full(W(&f->claim), expected, desired);
  * @step future_load     | cf_future_claim_load  | return AO_load_acquire(W(&f->claim));
@@ -926,9 +925,9 @@ op_dcount: skip;
   :: else -> d_step { assert(alive[gcur]); gn = gn + (st[gcur] == LIVE -> 1 : 0); gcur = nx[gcur] }  /* @dbg_state */
   od;
   skip;
-  d_step { gw = word[opa] };                                  /* @dbg_reload */
+  d_step { gw = word[opa] };                                  /* @clear_load */
   do
-  :: d_step {                                                 /* @dbg_clear (full) */
+  :: d_step {                                                 /* @clear_cas (full) */
        FENCE;
        if :: word[opa] == gw -> word[opa] = gw & ~W_CLEANING; gok = 0 :: else -> gw = word[opa]; gok = 1 fi
      };
@@ -1293,7 +1292,7 @@ try_clean: skip;
   skip;
   d_step { last_len[c_t] = ckept; ckept = 0; chead = 0; cprev = 0 }   /* @clean_len */
   d_step { dead[c_t] = dead[c_t] - crem; crem = 0 }           /* @clean_dead */
-  d_step { ccw = word[c_t] }                                  /* @clean_reload */
+  d_step { ccw = word[c_t] }                                  /* @clear_load */
 #if defined(MUT_RECHECK_EARLY)
   d_step { mdead = dead[c_t] };                               /* MUTANT recheck-early: the re-check's load before the clear */
 #endif
@@ -1301,7 +1300,7 @@ try_clean: skip;
   d_step { word[c_t] = ccw & ~W_CLEANING; ccw = 0 };          /* MUTANT clear-store: plain store */
 #else
   do
-  :: d_step {                                                 /* @clean_clear (full) */
+  :: d_step {                                                 /* @clear_cas (full) */
        FENCE;
        if :: word[c_t] == ccw -> word[c_t] = ccw & ~W_CLEANING; cok = 0; ccw = 0 :: else -> ccw = word[c_t]; cok = 1 fi
      };

@@ -177,6 +177,21 @@ static int wants_clean(cf_token *t, AO_t dead) {
     return (intptr_t)dead >= CF_CLEAN_MIN && (intptr_t)dead > (intptr_t)(AO_load(W(&t->last_len)) / 2);
 }
 
+// Clears CF_W_CLEANING, which the caller (a cleaner, or a count) holds.
+// Full: release publishes the relinks to the next cleaner or settler (both
+// acquire the word); the full fence orders this clear before the caller's
+// re-check of `dead` (store-buffering with a remover's full increment then
+// load of the word: one of the two sees the other). The word can only have
+// gained pushes meanwhile, so the loop only retries past new heads.
+static void clear_cleaning(cf_token *t) {
+    AO_t w = AO_load(W(&t->word));
+    for (;;) {
+        AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), w, w & ~(AO_t)CF_W_CLEANING);
+        if (seen == w) return;
+        w = seen;
+    }
+}
+
 // Unlinks REMOVED nodes below the current head. Called by a remover whose
 // removal met the trigger; loops while removals made during its pass meet it.
 static void try_clean(cf_token *t) {
@@ -211,17 +226,7 @@ static void try_clean(cf_token *t) {
         // Relaxed is enough for the two counters: they only steer when to clean.
         AO_store(W(&t->last_len), kept);
         AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
-        // Full: release publishes the relinks to the next cleaner or settler
-        // (both acquire the word); the full fence orders this clear before
-        // the re-check's load of `dead` below (store-buffering with a
-        // remover's full increment then load of the word: one of the two
-        // sees the other). The word can only have gained pushes meanwhile.
-        AO_t cur_w = AO_load(W(&t->word));
-        for (;;) {
-            AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
-            if (seen == cur_w) break;
-            cur_w = seen;
-        }
+        clear_cleaning(t);
         while (unlinked) {
             cf_node *next = unlinked->next;
             cf_node_fn fn = unlinked->fn;
@@ -263,14 +268,9 @@ static size_t debug_count(cf_token *t, int live_only) {
             // Acquire, as the cleaner's read of a node state.
             if (!live_only || AO_load_acquire(W(&n->state)) == CF_N_LIVE) count++;
         }
-        AO_t cur_w = AO_load(W(&t->word));
-        for (;;) {
-            // Full, as the cleaner's clear: removers that found CLEANING set
-            // while we counted left their nodes to us (see try_clean).
-            AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), cur_w, cur_w & ~(AO_t)CF_W_CLEANING);
-            if (seen == cur_w) break;
-            cur_w = seen;
-        }
+        // As a cleaner: removers that found CLEANING set while we counted
+        // left their nodes to us (see try_clean).
+        clear_cleaning(t);
         // Re-check like a cleaner, so counting never suspends the list bound.
         // Relaxed load, ordered after the full clearing CAS above.
         if (wants_clean(t, AO_load(W(&t->dead)))) try_clean(t);
