@@ -115,9 +115,7 @@ func _runNow(_ queue: DispatchQueue?, _ run: @escaping () -> Void) {
 @usableFromInline @discardableResult
 func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, output: AnyObject?,
             inline: Bool = false, _ body: @escaping (Bool) -> Void) -> CancelRegistration {
-    // The source's own completion token is never cancelled *before* the
-    // source completes: as `unless`, it never stops anything.
-    let unless = unless._owner === source ? CancelToken.immortal : unless
+    let unless = _unless(unless, forContinuationOn: source)
     switch _meet(source, unless: unless, queueBehindStartedWork: true) {
     case .unlessFirst:
         body(false)
@@ -127,7 +125,7 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
         if let output { _failOnUnless(output, unless._owner) }
         return CancelRegistration(neverRuns: true)
     case .runNow:
-        if inline { body(true) } else { _runNow(queue) { body(true) } }
+        if inline || _runsInline(queue) { body(true) } else { _runNow(queue) { body(true) } }
         return CancelRegistration(neverRuns: false)
     case .push:
         let node = _ContinuationNode(output: output, body)
@@ -143,7 +141,7 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
 func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                       _ f: @escaping (A) throws -> R, _ output: Future<R>,
                       _ step: @escaping _StepNode<A, R>.Step) {
-    let unless = unless._owner === input ? CancelToken.immortal : unless
+    let unless = _unless(unless, forContinuationOn: input)
     switch _meet(input, unless: unless, queueBehindStartedWork: true) {
     case .unlessFirst:
         step(input, f, output, false)
@@ -161,7 +159,7 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
 @inlinable
 func _chainSink<A>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                    _ f: @escaping (A) -> Void, _ step: @escaping _SinkNode<A>.Step) {
-    let unless = unless._owner === input ? CancelToken.immortal : unless
+    let unless = _unless(unless, forContinuationOn: input)
     switch _meet(input, unless: unless, queueBehindStartedWork: true) {
     case .unlessFirst, .neverRuns:
         return
@@ -170,6 +168,14 @@ func _chainSink<A>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Cancel
     case .push:
         _ = _pushHandler(input, _SinkNode(input, f, step), queue, unless)
     }
+}
+
+/// The `unless` a continuation on the future `source` obeys: the source's
+/// own completion token is never cancelled *before* the source completes,
+/// so as `unless` it never stops anything.
+@inlinable @inline(__always)
+func _unless(_ unless: CancelToken, forContinuationOn source: AnyObject) -> CancelToken {
+    unless._owner === source ? .immortal : unless
 }
 
 /// Whether `_runNow(queue, …)` would run inline (so a caller can skip
