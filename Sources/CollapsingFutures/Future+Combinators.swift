@@ -156,7 +156,7 @@ extension Future {
             registrations.reserveCapacity(inputs.count)
             for (i, f) in inputs.enumerated() {
                 registrations.append(_chain(f, nil, .immortal, output: out, inline: true) { _ in
-                    switch f._result! {
+                    switch f._result {
                     case .failure(let e): out._trySet(.failure(e))
                     case .success(let v):
                         if slots.fill(i, v) { out._trySet(.success(slots.values())) }
@@ -269,10 +269,10 @@ extension Future {
             let out = Future()
             _chain(tried, nil, until, output: out, inline: true) { ok in
                 guard ok else { out._trySet(.failure(CancellationError())); return }
-                if case .failure(let e) = tried._result!, e is TimeoutError {
+                if case .failure(let e) = tried._result, e is TimeoutError {
                     out._trySetFuture(attempt(i + 1, _Delay.scaled(timeout, by: backoff)))
                 } else {
-                    out._trySet(tried._result!)
+                    out._trySet(tried._result)
                 }
             }
             return out
@@ -300,7 +300,7 @@ extension Sequence {
             return outs
         }
         let registrations = inputs.map { f in
-            _chain(f, nil, .immortal, output: nil, inline: true) { _ in ordered.fill(f._result!) }
+            _chain(f, nil, .immortal, output: nil, inline: true) { _ in ordered.fill(f._result) }
         }
         let last = outs[outs.count - 1].completionToken
         unless._whenCancelledInline(unless: last, removeOnUnlessImmortal: true) { ordered.cancelRest() }

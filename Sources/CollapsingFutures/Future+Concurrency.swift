@@ -11,7 +11,7 @@ extension Future {
     public func get() async throws -> Value {
         if let r = result { return try r.get() }
         if _word & _wImmortal != 0 { throw _immortal() }
-        let node = _ResumeNode<Value>(onRun: { self._result! }, onDiscard: FutureError.immortal,
+        let node = _ResumeNode<Value>(onRun: { self._result }, onDiscard: FutureError.immortal,
                                       onRemove: .failure(CancellationError()))
         do {
             return try await node.await(on: self)

@@ -19,7 +19,7 @@ extension Future {
         let out = Future<U>()
         _chainStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch input._result! {
+            switch input._result {
             case .success(let v): out._trySet(Result { try f(v) })
             case .failure(let e): out._trySet(.failure(e))
             }
@@ -34,7 +34,7 @@ extension Future {
         let out = Future<U>()
         _chain(self, queue, unless, output: out) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result! {
+            switch self._result {
             case .success(let v):
                 do { out._trySetFuture(try f(v)) } catch { out._trySet(.failure(error)) }
             case .failure(let e): out._trySet(.failure(e))
@@ -51,8 +51,8 @@ extension Future {
         let out = Future<Value>()
         _chain(self, queue, unless, output: out) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result! {
-            case .success: out._trySet(self._result!)
+            switch self._result {
+            case .success: out._trySet(self._result)
             case .failure(let e): out._trySet(Result { try f(e) })
             }
         }
@@ -66,8 +66,8 @@ extension Future {
         let out = Future<Value>()
         _chain(self, queue, unless, output: out) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result! {
-            case .success: out._trySet(self._result!)
+            switch self._result {
+            case .success: out._trySet(self._result)
             case .failure(let e):
                 do { out._trySetFuture(try f(e)) } catch { out._trySet(.failure(error)) }
             }
@@ -104,7 +104,7 @@ extension Future {
     public func thenDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                        _ f: @escaping @Sendable (Value) -> Void) {
         _chainSink(self, queue, unless, f) { input, f in
-            if case .success(let v) = input._result! { f(v) }
+            if case .success(let v) = input._result { f(v) }
         }
     }
 
@@ -113,7 +113,7 @@ extension Future {
     public func catchDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) -> Void) {
         _chain(self, queue, unless, output: nil) { ok in
-            if ok, case .failure(let e) = self._result! { f(e) }
+            if ok, case .failure(let e) = self._result { f(e) }
         }
     }
 
@@ -136,7 +136,7 @@ extension Future {
     public func unless(_ token: CancelToken) -> Future<Value> {
         let out = Future<Value>()
         _chain(self, nil, token, output: out, inline: true) { ok in
-            out._trySet(ok ? self._result! : .failure(CancellationError()))
+            out._trySet(ok ? self._result : .failure(CancellationError()))
         }
         return out
     }

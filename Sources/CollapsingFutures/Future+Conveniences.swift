@@ -20,7 +20,7 @@ extension Future {
         _chain(self, queue, unless, output: out) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             f(self)
-            out._trySet(self._result!)
+            out._trySet(self._result)
         }
         return out
     }
@@ -75,7 +75,7 @@ extension Future {
             source.trySetFailedWithCancel()
         }
         let registration = _chain(self, nil, .immortal, output: nil, inline: true) { _ in
-            source.trySet(self._result!)
+            source.trySet(self._result)
         }
         out.completionToken._whenSettledInline {
             timer?.cancel()
@@ -91,7 +91,7 @@ extension Future {
     func _map<U>(_ f: @escaping @Sendable (Value) -> U) -> Future<U> {
         let out = Future<U>()
         _chain(self, nil, .immortal, output: out, inline: true) { _ in
-            switch self._result! {
+            switch self._result {
             case .success(let v): out._trySet(.success(f(v)))
             case .failure(let e): out._trySet(.failure(e))
             }
@@ -110,7 +110,7 @@ extension Future {
     public func thenDo(on _: MainActor, unless: CancelToken = .immortal,
                        _ f: @escaping @MainActor @Sendable (Value) -> Void) {
         _chain(self, nil, unless, output: nil, inline: true) { ok in
-            guard ok, case .success(let v) = self._result! else { return }
+            guard ok, case .success(let v) = self._result else { return }
             Task { @MainActor in f(v) }
         }
     }
@@ -119,7 +119,7 @@ extension Future {
     public func catchDo(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (any Error) -> Void) {
         _chain(self, nil, unless, output: nil, inline: true) { ok in
-            guard ok, case .failure(let e) = self._result! else { return }
+            guard ok, case .failure(let e) = self._result else { return }
             Task { @MainActor in f(e) }
         }
     }
@@ -139,7 +139,7 @@ extension Future {
         let out = Future<U>()
         _chain(self, nil, unless, output: out, inline: true) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result! {
+            switch self._result {
             case .success(let v): Task { @MainActor in out._trySet(Result { try f(v) }) }
             case .failure(let e): out._trySet(.failure(e))
             }
@@ -161,7 +161,7 @@ extension Future {
         let out = Future<U>()
         _chain(self, nil, unless, output: out, inline: true) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result! {
+            switch self._result {
             case .success(let v): out._trySetFuture(Future<U>(until: unless) { try await f(v) })
             case .failure(let e): out._trySet(.failure(e))
             }

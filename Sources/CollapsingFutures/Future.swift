@@ -117,7 +117,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     /// The outcome. Only after seeing the future completed.
-    @inlinable var _result: Result<Value, any Error>? {
+    @inlinable var _result: Result<Value, any Error> {
         if let e = _error { return .failure(e) }
         return .success(_value)
     }
