@@ -73,8 +73,8 @@ func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool
 }
 
 /// The push step of `whenCancelled` and of `then`/`thenDo` steps: records
-/// the threading contract and
-/// pushes `node` (with its `unless` link when there is one). Returns
+/// the threading contract and pushes `node` (with its `unless` link when
+/// there is one). Returns
 /// CF_REG_ADDED, or the terminal state `_register` found and settled the
 /// node for (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will).
 @usableFromInline
