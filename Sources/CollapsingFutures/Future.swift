@@ -74,9 +74,19 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
     }
 
-    /// `_words` as a `Value` (inline storage only).
+    /// `_words` as a `Value` (inline storage only), for the writes: the
+    /// claim holder's store and `deinit`. A modifying access, so never for
+    /// reads: any number of threads may read a completed future at once.
     @inlinable var _valuePointer: UnsafeMutablePointer<Value> {
         withUnsafeMutablePointer(to: &_words) { UnsafeMutableRawPointer($0).assumingMemoryBound(to: Value.self) }
+    }
+
+    /// A copy of the `Value` in `_words` (inline storage only), through a
+    /// read access: concurrent readers of a completed future do not
+    /// conflict (TSan reported two readers through `_valuePointer`'s
+    /// modifying access as a race).
+    @inlinable var _inlineValue: Value {
+        withUnsafePointer(to: _words) { UnsafeRawPointer($0).load(as: Value.self) }
     }
 
     /// The retained `_ValueBox` in `_words.0` (boxed storage only).
@@ -84,7 +94,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     /// The stored value. Only after seeing the future succeeded.
     @inlinable var _value: Value {
-        if Self._inline { return _valuePointer.pointee }
+        if Self._inline { return _inlineValue }
         return unsafeDowncast(_box.takeUnretainedValue(), to: _ValueBox<Value>.self).value
     }
 
@@ -110,7 +120,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             return
         }
         if Self._inline {
-            _valuePointer.initialize(from: other._valuePointer, count: 1)
+            _valuePointer.initialize(to: other._inlineValue)
         } else {
             _words.0 = UInt(bitPattern: other._box.retain().toOpaque())
         }
