@@ -99,6 +99,34 @@ private struct TrackedError: Error { let t: Tracked }
         #expect(deinits.value == 1)
     }
 
+    /// Any number of threads may read a completed future at once, directly
+    /// and by copying it (a future set to it, a `then`). Under TSan this is
+    /// the check: reads that took a modifying access to the stored value
+    /// were reported as a race.
+    @Test func concurrentReadersOfACompletedFutureAgree() {
+        let deinits = Counter()
+        do {
+            let s = FutureSource<SmallCarrier>(), n = FutureSource<String>()
+            let carrier = SmallCarrier(t: Tracked(deinits))
+            s.trySetResult(carrier)
+            n.trySetResult("forty-two")
+            let agreed = Counter()
+            onThreads(3) { _ in
+                var ok = true
+                for _ in 0..<1000 {
+                    ok = ok && s.future.forceGetResult().t === carrier.t && n.future.forceGetResult() == "forty-two"
+                    let copy = FutureSource<String>()
+                    copy.trySetResult(n.future)
+                    ok = ok && copy.future.forceGetResult() == "forty-two"
+                    ok = ok && n.future.then { $0.count }.forceGetResult() == 9
+                }
+                if ok { agreed.increment() }
+            }
+            #expect(agreed.value == 3)
+        }
+        #expect(deinits.value == 1)
+    }
+
     @Test func pendingAndImmortalFuturesHoldNothing() {
         let deinits = Counter()
         do {
