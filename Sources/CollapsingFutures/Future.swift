@@ -33,8 +33,16 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// metadata, and nothing at all for a trivial `Value`.
     @exclusivity(unchecked) @usableFromInline var _words: (UInt, UInt) = (0, 0)
     @exclusivity(unchecked) @usableFromInline var _error: (any Error)?
-    /// Written once, by the claim winner, before FLATTENING is published.
-    @usableFromInline weak var _target: Future<Value>?
+    /// The flattening target (a `Future<Value>`), written once by the claim
+    /// winner before FLATTENING is published (`_publishTarget`) and read
+    /// by cycle walkers on any thread (`_loadTarget`). Not a `weak var`:
+    /// that allocates a side table for every target and costs a runtime
+    /// call in every future's init and deinit. We hold an unowned count on
+    /// the target instead (released in `deinit`), which keeps its memory
+    /// valid, and walkers take a strong reference with `cf_try_retain`,
+    /// which fails once the target is deinitializing: a weak reference's
+    /// semantics (cf_swift_runtime.h).
+    @exclusivity(unchecked) @usableFromInline var _targetRef: UnsafeMutableRawPointer?
     #if DEBUG
     /// Debug builds: where the source that let this future become immortal
     /// was created. Written before the immortalizing settle (its full CAS
@@ -55,6 +63,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     deinit {
         // The last reference is gone, so every write to the fields is visible.
+        if let t = _targetRef { cf_unowned_release(t) }
         guard _hasValue else { return }
         if Self._inline {
             if !_isPOD(Value.self) { _valuePointer.deinitialize(count: 1) }
@@ -286,7 +295,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // set to the previous one) walks one step per set, not the chain.
         let (start, before) = _walk(from: other)
         guard let start else { return (_immortalizeClaimed(), before) }
-        _target = start
+        _publishTarget(start)
         // Publish-then-walk: full CAS, so of two threads closing a cycle at
         // once at least the later one sees the other's link in its walk
         // (store-buffering: the walk's loads must not pass this store).
@@ -295,6 +304,25 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         guard let end else { return (_immortalizeClaimed(), before + after) }
         _ = end.completionToken._add(_FlattenNode(output: self, target: end), unless: .immortal)
         return (true, before + after)
+    }
+
+    /// Records `target` as ours (the claim holder, once, before publishing
+    /// FLATTENING, whose full CAS publishes it): an unowned count on it,
+    /// released in `deinit`.
+    @inlinable func _publishTarget(_ target: Future) {
+        let p = Unmanaged.passUnretained(target).toOpaque()
+        cf_unowned_retain(p)
+        _targetRef = p
+    }
+
+    /// Our target, or nil if it is already deinitializing (then it has
+    /// completed or become immortal, and so will we: it ends the walk).
+    /// Only after seeing FLATTENING (acquire), which orders the write.
+    /// Our unowned count keeps its memory valid for `cf_try_retain`; the
+    /// caller keeps us alive, and so that count.
+    @inlinable func _loadTarget() -> Future? {
+        guard let p = _targetRef, cf_try_retain(p) != 0 else { return nil }
+        return Unmanaged<Future>.fromOpaque(p).takeRetainedValue()
     }
 
     /// A cycle through us: immortal, and so, through their forwarders, every
@@ -317,7 +345,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         var power = 1, lam = 0, steps = 0
         while true {
             if cur === self { return (nil, steps) }
-            guard cf_future_claim_load(cur._fptr) == UInt(CF_F_FLATTENING), let next = cur._target else {
+            guard cf_future_claim_load(cur._fptr) == UInt(CF_F_FLATTENING), let next = cur._loadTarget() else {
                 return (cur, steps)
             }
             cur = next
