@@ -75,6 +75,7 @@ extension Future {
         let timer = _Timer.after(timeout) {
             withExtendedLifetime(source) { end(.failure(TimeoutError())) }
         }
+        out._cancelOnSettle(timer)
         let result = operation(lifetime.token)
         result.completionToken._whenSettledInline {
             switch result.result {
@@ -119,6 +120,7 @@ extension Future {
             attempt.cancel()
             if gone { source.trySetFailedWithTimeout() }
         }
+        out._cancelOnSettle(timer)
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             guard let gone = stop.stop(.unless) else { return }
             attempt.cancel()
@@ -193,6 +195,16 @@ extension Future {
         return nil
     }
 
+    /// Cancels `timer` (releasing its payload) as soon as this future
+    /// settles any way: a result ended by `until`/`unless`, or by an
+    /// operation's failure, must not keep the timer's payload (the source,
+    /// the operation's token) alive until a deadline that may be hours
+    /// away.
+    func _cancelOnSettle(_ timer: _Timer?) {
+        guard let timer else { return }
+        completionToken._whenSettledInline { timer.cancel() }
+    }
+
     /// What `all` and `allSettled` share: an empty input succeeds at once,
     /// a cancelled `unless` fails at once; otherwise `register` registers
     /// one continuation per input on the new output, and those registrations
@@ -262,20 +274,36 @@ extension Future {
         if !(backoff.isFinite && backoff >= 0) {
             fatalError("\(function): backoff must be finite and not negative (got \(backoff))")
         }
-        @Sendable func attempt(_ i: Int, _ timeout: Duration) -> Future {
-            if i >= maxTries { return .timedOut }
-            if until.isCancelled { return .cancelled }
-            let tried = withTimeout(timeout, until: until, operation)
-            let out = Future()
-            _chain(tried, nil, until, output: out, inline: true) { ok in
-                guard ok else { out._trySet(.failure(CancellationError())); return }
-                if case .failure(let e) = tried._result, e is TimeoutError {
-                    out._trySetFuture(attempt(i + 1, _Delay.scaled(timeout, by: backoff)))
-                } else {
-                    out._trySet(tried._result)
+        /// Tries from `first` on. A try that has already timed out when
+        /// `withTimeout` returns (a zero timeout, or an operation that
+        /// returned a timed-out future) is followed by the next one in this
+        /// loop, not by recursion: `retrying(upTo: 1_000_000, baseTimeout:
+        /// .zero)` uses constant stack. A try still running continues
+        /// through a continuation, which the drain runs without nesting.
+        @Sendable func attempt(_ first: Int, _ firstTimeout: Duration) -> Future {
+            var i = first, timeout = firstTimeout
+            while true {
+                if i >= maxTries { return .timedOut }
+                if until.isCancelled { return .cancelled }
+                let tried = withTimeout(timeout, until: until, operation)
+                if case .failure(let e)? = tried.result, e is TimeoutError {
+                    i += 1
+                    timeout = _Delay.scaled(timeout, by: backoff)
+                    continue
                 }
+                if tried.result != nil { return tried }
+                let out = Future()
+                let next = i + 1, nextTimeout = _Delay.scaled(timeout, by: backoff)
+                _chain(tried, nil, until, output: out, inline: true) { ok in
+                    guard ok else { out._trySet(.failure(CancellationError())); return }
+                    if case .failure(let e) = tried._result, e is TimeoutError {
+                        out._trySetFuture(attempt(next, nextTimeout))
+                    } else {
+                        out._trySet(tried._result)
+                    }
+                }
+                return out
             }
-            return out
         }
         return attempt(0, baseTimeout).unless(until)
     }

@@ -386,3 +386,72 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(g.forceGetResult() == 8)
     }
 }
+
+@Suite struct TimersAndTriesLeaveNothingBehind {
+    /// A try that has timed out when `withTimeout` returns is followed by
+    /// the next in a loop: 100,000 such tries (and a million zero-timeout
+    /// ones) would overflow the stack if each nested the next.
+    @Test func retryingTriesThatTimeOutAtOnceUsesConstantStack() {
+        let calls = Counter()
+        let f = Future<Int>.retrying(upTo: 100_000, baseTimeout: .seconds(Int64.max), backoff: 1) { _ in
+            calls.increment()
+            return .timedOut
+        }
+        #expect(f.hasFailedWithTimeout)
+        #expect(calls.value == 100_000)
+        let zero = Future<Int>.retrying(upTo: 1_000_000, baseTimeout: .zero) { _ in
+            calls.increment()
+            return .succeeded(1)
+        }
+        #expect(zero.hasFailedWithTimeout)
+        #expect(calls.value == 100_000)   // a zero timeout never runs the operation
+    }
+
+    @Test func retryingStopsAtTheFirstTryThatDoesNotTimeOutAtOnce() {
+        let calls = Counter()
+        let f = Future<Int>.retrying(upTo: 10, baseTimeout: .seconds(Int64.max), backoff: 1) { _ in
+            calls.increment()
+            return calls.value < 4 ? .timedOut : .succeeded(calls.value)
+        }
+        #expect(f.forceGetResult() == 4)
+        #expect(calls.value == 4)
+    }
+
+    /// The timer's payload holds the result's source (and so the result):
+    /// once `until`/`unless` has ended the result, the timer goes at once,
+    /// not at its deadline an hour later.
+    @Test func withTimeoutReleasesItsTimerAsSoonAsTheResultSettles() {
+        for untilStyle in [true, false] {
+            weak var weakResult: Future<Int>?
+            let u = CancelTokenSource()
+            do {
+                let f = untilStyle
+                    ? Future<Int>.withTimeout(.seconds(3600), until: u.token) { _ in .immortal }
+                    : Future<Int>.withTimeout(.seconds(3600), unless: u.token) { _ in .immortal }
+                weakResult = f
+                #expect(f.state == .pending)
+                u.cancel()
+                #expect(f.hasFailedWithCancel)
+            }
+            #expect(weakResult == nil, "untilStyle: \(untilStyle)")
+        }
+    }
+
+    @Test func withTimeoutReleasesItsTimerWhenTheOperationFails() {
+        weak var weakResult: Future<Int>?
+        let deinits = Counter()
+        do {
+            let op = FutureSource<Int>()
+            let f = Future<Int>.withTimeout(.seconds(3600), until: CancelTokenSource().token) { t in
+                let tracked = Tracked(deinits)
+                t.whenCancelled { _ = tracked }
+                return op.future
+            }
+            weakResult = f
+            op.trySetFailure(Boom())
+            #expect(f.forceGetFailure() is Boom)
+        }
+        #expect(weakResult == nil)
+        #expect(deinits.value == 1)
+    }
+}
