@@ -205,6 +205,32 @@ import TestSupport
         #expect(s.token._linkedNodeCount <= 32)
         #expect(s.token.canStillBeCancelled)
     }
+
+    /// A base sequence that waits with `Task.sleep` throws when the token's
+    /// cancel interrupts it: the iteration still ends with `nil`.
+    struct Sleeper: AsyncSequence, Sendable {
+        struct AsyncIterator: AsyncIteratorProtocol {
+            mutating func next() async throws -> Int? {
+                try await Task.sleep(for: .seconds(3600))
+                return 1
+            }
+        }
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
+    }
+
+    @Test func aBaseThatThrowsWhenInterruptedStillEndsTheIteration() async throws {
+        let s = CancelTokenSource()
+        let consumer = Task { () throws -> Int in
+            var n = 0
+            for try await _ in Sleeper().until(s.token) { n += 1 }
+            return n
+        }
+        #expect(await eventually { s.token._liveRegistrationCount == 1 })
+        s.cancel()
+        let n = try await consumer.value
+        #expect(n == 0)
+        #expect(s.token._liveRegistrationCount == 0)
+    }
 }
 
 @Suite struct WeakHandlers {

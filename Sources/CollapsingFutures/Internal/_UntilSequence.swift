@@ -26,6 +26,9 @@ struct _UntilSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable w
             } catch {
                 waiting.stop()
                 registration?.remove()
+                // The token's cancel ended the wait (the base threw because
+                // we cancelled the task): the sequence ends, as documented.
+                if token.isCancelled { done = true; return nil }
                 throw error
             }
             waiting.stop()
