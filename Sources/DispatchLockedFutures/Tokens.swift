@@ -20,12 +20,19 @@ final class _Entry: @unchecked Sendable {
     var fate = _Fate.live
     init(_ h: @escaping @Sendable () -> Void) { handler = h }
 
-    func fire() {
+    /// Runs the handler where the threading contract says. After a hop,
+    /// it runs only if `unless` (the `unless:` token's state) has not been
+    /// cancelled meanwhile; else it counts as removed by `unless`.
+    func fire(unless: _TokenState? = nil) {
         guard let h = handler else { return }
         handler = nil
-        if let q = queue { q.async(execute: h) }
-        else if mainSticky && !_isMainThread() { DispatchQueue.main.async(execute: h) }
-        else { h() }
+        let hop = queue ?? (mainSticky && !_isMainThread() ? DispatchQueue.main : nil)
+        guard let hop else { h(); return }
+        nonisolated(unsafe) let removed = onUnlessRemoved
+        onUnlessRemoved = nil
+        hop.async {
+            if let unless, unless.lock.sync({ unless.state == .cancelled }) { removed?() } else { h() }
+        }
     }
 }
 
@@ -60,10 +67,11 @@ final class _TokenState: @unchecked Sendable {
             return true
         }
         guard won else { return }
+        let unless = e.companion?.state
         e.companion?._removeQuietly()
         e.companion = nil
         if to == .cancelled {
-            e.fire()
+            e.fire(unless: unless)
         } else {
             e.handler = nil; e.onDiscard?(); e.onDiscard = nil
         }

@@ -5,6 +5,7 @@ import MutexLockedFutures
 #else
 import CollapsingFutures
 #endif
+import Dispatch
 import Testing
 import TestSupport
 
@@ -108,5 +109,51 @@ import TestSupport
         sources[0].cancel()
         #expect(count.value == n)
         sources.removeAll()
+    }
+}
+
+/// A handler that waits for its queue (an `on:` queue, or the main queue
+/// when registered on the main thread and cancelled elsewhere) is checked
+/// against its `unless:` token when its turn comes there, not only when the
+/// token was cancelled: the original's main-thread test (five handlers, each
+/// cancelling their shared `unless`, one runs) with an `on:` queue, which
+/// takes the same path and can be tested off the main thread.
+@Suite struct UnlessIsCheckedAfterTheHop {
+    @Test func aHandlerCancellingTheUnlessOfItsSiblingsStopsThemOnTheirQueue() async {
+        let s1 = CancelTokenSource(), s2 = CancelTokenSource()
+        let q = DispatchQueue(label: "hop")
+        let hits = Counter(), deinits = Counter()
+        var registrations: [CancelRegistration] = []
+        for _ in 0..<5 {
+            let tracked = Tracked(deinits)
+            registrations.append(s1.token.whenCancelled(on: q, unless: s2.token) {
+                tracked.touch()
+                s2.cancel()
+                hits.increment()
+            })
+        }
+        q.suspend()   // all five are claimed and queued before the first runs
+        s1.cancel()
+        q.resume()
+        q.sync {}
+        #expect(hits.value == 1)
+        #expect(deinits.value == 5)
+        #expect(registrations.filter { $0.remove() }.count == 0)   // claimed to run: remove() says too late
+    }
+
+    @Test func aContinuationWhoseUnlessIsCancelledWhileItWaitsFailsWithCancel() async {
+        let source = FutureSource<Int>(), u = CancelTokenSource()
+        let q = DispatchQueue(label: "hop")
+        let ran = Counter()
+        let first = source.future.then(on: q, unless: u.token) { v -> Int in u.cancel(); ran.increment(); return v }
+        let second = source.future.then(on: q, unless: u.token) { v -> Int in ran.increment(); return v }
+        source.future.thenDo(on: q, unless: u.token) { _ in ran.increment() }
+        q.suspend()
+        source.trySetResult(7)
+        q.resume()
+        q.sync {}
+        #expect(first.forceGetResult() == 7)
+        #expect(second.hasFailedWithCancel)
+        #expect(ran.value == 1)
     }
 }

@@ -48,7 +48,7 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     node._companion = nil
     let cancelled = r == Int32(CF_REG_CANCELLED)
     if cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 {
-        if cancelled { node._dispatchRun() } else { node._discarded(unless: unlessOwner) }
+        if cancelled { node._dispatchRun(unless: unlessOwner) } else { node._discarded(unless: unlessOwner) }
     }
     return r
 }

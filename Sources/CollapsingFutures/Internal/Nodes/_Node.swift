@@ -42,8 +42,9 @@ class _Node: @unchecked Sendable {
         cf_node_init(_ptr, { ctx, event in
             let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
             if event == Int32(CF_EV_RUN.rawValue) {
+                let unlessOwner = node._companion?._owner
                 node._settleCompanion()
-                node._dispatchRun()
+                node._dispatchRun(unless: unlessOwner)
             } else if event == Int32(CF_EV_DISCARD.rawValue) {
                 let unlessOwner = node._companion?._owner
                 node._settleCompanion()
@@ -73,15 +74,30 @@ class _Node: @unchecked Sendable {
         }
     }
 
-    /// Runs `_run` where the threading contract says.
-    final func _dispatchRun() {
+    /// Runs `_run` where the threading contract says. `unlessOwner` owns
+    /// the `unless:` token this node was registered with (its link already
+    /// removed): after a hop to a queue or to the main queue, the handler
+    /// runs only if that token has not been cancelled meanwhile, else it is
+    /// removed by it (a continuation's output fails with
+    /// `CancellationError`). So a handler that cancels a later sibling's
+    /// `unless` stops it on the main queue as it does inline (the original
+    /// re-checked `unless` on the main thread for the same reason).
+    final func _dispatchRun(unless unlessOwner: AnyObject?) {
         if let q = _queue {
-            q.async { self._run() }
+            let unless = CancelToken(_owner: unlessOwner)
+            q.async { self._runUnlessCancelled(unless) }
         } else if _mainSticky && cf_is_main_thread() == 0 {
-            DispatchQueue.main.async { self._run() }
+            let unless = CancelToken(_owner: unlessOwner)
+            DispatchQueue.main.async { self._runUnlessCancelled(unless) }
         } else {
             _run()
         }
+    }
+
+    /// After a hop: `_run`, or `_removed(byUnless: true)` if the `unless:`
+    /// token was cancelled while the handler waited for its queue.
+    final func _runUnlessCancelled(_ unless: CancelToken) {
+        if unless.isCancelled { _removed(byUnless: true) } else { _run() }
     }
 
     /// Records the threading contract for `_dispatchRun`.
