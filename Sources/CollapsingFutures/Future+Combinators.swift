@@ -101,7 +101,9 @@ extension Future {
     ///
     /// - A late success is delivered, never dropped (it may hold a resource).
     /// - A `CancellationError` from the operation becomes `TimeoutError`
-    ///   (timeout) or stays `CancellationError` (`unless`); other failures
+    ///   unless `unless` was cancelled (then it stays `CancellationError`),
+    ///   as in the original: even if the timer's own work has not run yet.
+    ///   With a timeout that never fires it stays as it is. Other failures
     ///   are forwarded as they are.
     /// - If the operation's future is or becomes immortal, the timeout or
     ///   `unless` fails this at once; with neither able to fire, this is
@@ -137,7 +139,17 @@ extension Future {
                 return
             }
             timer?.cancel()
-            if case .failure(let e) = r, e is CancellationError, stop.reason == .timeout {
+            // As the original: a cancelled operation timed out unless
+            // `unless` was cancelled (only those two cancel its token), so
+            // the answer does not depend on whether the timer's payload has
+            // run yet. Without a timer (never), a cancel is the operation's own.
+            let timedOut: Bool
+            switch stop.reason {
+            case .timeout?: timedOut = true
+            case .unless?: timedOut = false
+            case nil: timedOut = timer != nil && !unless.isCancelled
+            }
+            if case .failure(let e) = r, e is CancellationError, timedOut {
                 source.trySetFailedWithTimeout()
             } else {
                 source.trySet(r)

@@ -101,6 +101,16 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     public func forceSetFailure(_ error: any Error) {
         if !trySetFailure(error) { fatalError("FutureSource.forceSetFailure(_:) on a future that was already set: \(future)") }
     }
+
+    /// Fails with `CancellationError`. Precondition: not yet set.
+    public func forceSetFailedWithCancel() {
+        if !trySetFailedWithCancel() { fatalError("FutureSource.forceSetFailedWithCancel() on a future that was already set: \(future)") }
+    }
+
+    /// Fails with `TimeoutError`. Precondition: not yet set.
+    public func forceSetFailedWithTimeout() {
+        if !trySetFailedWithTimeout() { fatalError("FutureSource.forceSetFailedWithTimeout() on a future that was already set: \(future)") }
+    }
 }
 
 extension FutureSource where Value == Void {

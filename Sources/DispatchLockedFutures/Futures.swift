@@ -237,6 +237,8 @@ public final class FutureSource<Value: Sendable>: Sendable {
     public func forceSetResult(_ value: Value) { if !trySetResult(value) { fatalError("FutureSource.forceSetResult(_:) on a future that was already set") } }
     public func forceSetResult(_ future: Future<Value>) { if !trySetResult(future) { fatalError("FutureSource.forceSetResult(_:) on a future that was already set") } }
     public func forceSetFailure(_ error: any Error) { if !trySetFailure(error) { fatalError("FutureSource.forceSetFailure(_:) on a future that was already set") } }
+    public func forceSetFailedWithCancel() { if !trySetFailedWithCancel() { fatalError("FutureSource.forceSetFailedWithCancel() on a future that was already set") } }
+    public func forceSetFailedWithTimeout() { if !trySetFailedWithTimeout() { fatalError("FutureSource.forceSetFailedWithTimeout() on a future that was already set") } }
 }
 
 extension FutureSource where Value == Void {

@@ -101,6 +101,10 @@ import Foundation
         #expect(e.future.hasFailed)
         let f = FutureSource<Int>(); f.forceSetResult(8)
         #expect(f.future.forceGetResult() == 8)
+        let g = FutureSource<Int>(); g.forceSetFailedWithCancel()
+        #expect(g.future.hasFailedWithCancel)
+        let h = FutureSource<Int>(); h.forceSetFailedWithTimeout()
+        #expect(h.future.hasFailedWithTimeout)
     }
 
     @Test func voidSourceSetsWithoutArgument() {

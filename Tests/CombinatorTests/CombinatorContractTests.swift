@@ -437,6 +437,22 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         }
     }
 
+    /// The original's rule: an operation that fails with a cancel timed out
+    /// unless `unless` was cancelled, whether or not our timer's work has
+    /// run yet; with a timeout that never fires, the cancel is its own.
+    @Test func unlessStyleWithTimeoutReportsACancelledOperationAsTimedOut() {
+        #expect(Future<Int>.withTimeout(.seconds(3600)) { _ in .cancelled }.hasFailedWithTimeout)
+        let u = CancelTokenSource()
+        let op = FutureSource<Int>()
+        let f = Future<Int>.withTimeout(.seconds(3600), unless: u.token) { _ in op.future }
+        u.cancel()
+        #expect(f.state == .pending)          // waits for the operation to confirm
+        op.trySetFailedWithCancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(Future<Int>.withTimeout(.seconds(Int64.max)) { _ in .cancelled }.hasFailedWithCancel)
+        #expect(Future<Int>.withTimeout(.seconds(3600)) { _ in .failed(Boom()) }.forceGetFailure() is Boom)
+    }
+
     @Test func withTimeoutReleasesItsTimerWhenTheOperationFails() {
         weak var weakResult: Future<Int>?
         let deinits = Counter()
