@@ -42,9 +42,7 @@ class _Node: @unchecked Sendable {
         cf_node_init(_ptr, { ctx, event in
             let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
             if event == Int32(CF_EV_RUN.rawValue) {
-                let unlessOwner = node._companion?._owner
-                node._settleCompanion()
-                node._dispatchRun(unless: unlessOwner)
+                node._dispatchRunSettlingCompanion()
             } else if event == Int32(CF_EV_DISCARD.rawValue) {
                 let unlessOwner = node._companion?._owner
                 node._settleCompanion()
@@ -82,6 +80,20 @@ class _Node: @unchecked Sendable {
     /// `CancellationError`). So a handler that cancels a later sibling's
     /// `unless` stops it on the main queue as it does inline (the original
     /// re-checked `unless` on the main thread for the same reason).
+    /// `_dispatchRun` for a node claimed off its list: removes its `unless`
+    /// link first (reading the link's token only when the run hops).
+    @inline(__always)
+    final func _dispatchRunSettlingCompanion() {
+        if _queue == nil && !(_mainSticky && cf_is_main_thread() == 0) {
+            _settleCompanion()
+            _run()
+            return
+        }
+        let unlessOwner = _companion?._owner
+        _settleCompanion()
+        _dispatchRun(unless: unlessOwner)
+    }
+
     final func _dispatchRun(unless unlessOwner: AnyObject?) {
         if let q = _queue {
             let unless = CancelToken(_owner: unlessOwner)
