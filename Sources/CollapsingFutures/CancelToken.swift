@@ -83,7 +83,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
         guard let owner = _owner, unless._owner !== owner else { return CancelRegistration(neverRuns: true) }
         switch _meet(owner, unless: unless, queueBehindStartedWork: true) {
         case .runNow:
-            _runNow(queue, handler)
+            _runNow(queue, unless: unless, handler)
             return CancelRegistration(neverRuns: false)
         case .neverRuns, .unlessFirst:
             return CancelRegistration(neverRuns: true)

@@ -175,7 +175,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
             case .cancelled:
                 e.companion = nil
                 e.fate = .ran
-                e.fire()
+                e.fire(unless: us)
                 return CancelRegistration(state: nil, entry: nil, neverRuns: false)
             case .immortal:
                 e.companion = nil

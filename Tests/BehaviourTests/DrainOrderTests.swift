@@ -156,4 +156,25 @@ import TestSupport
         #expect(second.hasFailedWithCancel)
         #expect(ran.value == 1)
     }
+
+    /// The same when the registration found its token already settled: it
+    /// hops to its queue at once, and `unless` is checked when it gets there.
+    @Test func aRegistrationOnASettledTokenWhoseUnlessIsCancelledBeforeItsTurnNeverRuns() async {
+        let done = FutureSource<Int>(), cancelled = CancelTokenSource(), u = CancelTokenSource()
+        done.trySetResult(7)
+        cancelled.cancel()
+        let q = DispatchQueue(label: "hop")
+        let ran = Counter()
+        q.suspend()
+        let mapped = done.future.then(on: q, unless: u.token) { v -> Int in ran.increment(); return v }
+        let caught = done.future.catch(on: q, unless: u.token) { _ in ran.increment(); return 0 }
+        done.future.thenDo(on: q, unless: u.token) { _ in ran.increment() }
+        cancelled.token.whenCancelled(on: q, unless: u.token) { ran.increment() }
+        u.cancel()
+        q.resume()
+        q.sync {}
+        #expect(mapped.hasFailedWithCancel)
+        #expect(caught.hasFailedWithCancel)
+        #expect(ran.value == 0)
+    }
 }

@@ -453,21 +453,22 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(Future<Int>.withTimeout(.seconds(3600)) { _ in .failed(Boom()) }.forceGetFailure() is Boom)
     }
 
-    @Test func withTimeoutReleasesItsTimerWhenTheOperationFails() {
+    /// Unless-style: `unless` fires while the operation still runs (the
+    /// result waits for it), then the operation becomes immortal. The result
+    /// fails with `CancellationError` there, and only its settling cancels
+    /// the timer: the timer's payload must not keep the result alive.
+    @Test func withTimeoutReleasesItsTimerWhenTheOperationBecomesImmortalAfterUnless() {
         weak var weakResult: Future<Int>?
-        let deinits = Counter()
+        let u = CancelTokenSource()
         do {
-            let op = FutureSource<Int>()
-            let f = Future<Int>.withTimeout(.seconds(3600), until: CancelTokenSource().token) { t in
-                let tracked = Tracked(deinits)
-                t.whenCancelled { _ = tracked }
-                return op.future
-            }
+            var op: FutureSource<Int>? = FutureSource<Int>()
+            let f = Future<Int>.withTimeout(.seconds(3600), unless: u.token) { [op] _ in op!.future }
             weakResult = f
-            op.trySetFailure(Boom())
-            #expect(f.forceGetFailure() is Boom)
+            u.cancel()
+            #expect(f.state == .pending)     // waits for the operation to confirm
+            op = nil                         // the operation's future becomes immortal
+            #expect(f.hasFailedWithCancel)
         }
         #expect(weakResult == nil)
-        #expect(deinits.value == 1)
     }
 }

@@ -207,25 +207,31 @@ import TestSupport
     }
 
     /// A base sequence that waits with `Task.sleep` throws when the token's
-    /// cancel interrupts it: the iteration still ends with `nil`.
+    /// cancel interrupts it: the iteration still ends with `nil`. It says
+    /// when it starts waiting (the `until` registration is made before).
     struct Sleeper: AsyncSequence, Sendable {
+        let entered: AsyncStream<Void>.Continuation
         struct AsyncIterator: AsyncIteratorProtocol {
+            let entered: AsyncStream<Void>.Continuation
             mutating func next() async throws -> Int? {
+                entered.yield()
                 try await Task.sleep(for: .seconds(3600))
                 return 1
             }
         }
-        func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(entered: entered) }
     }
 
     @Test func aBaseThatThrowsWhenInterruptedStillEndsTheIteration() async throws {
         let s = CancelTokenSource()
+        let (entered, signal) = AsyncStream<Void>.makeStream()
         let consumer = Task { () throws -> Int in
             var n = 0
-            for try await _ in Sleeper().until(s.token) { n += 1 }
+            for try await _ in Sleeper(entered: signal).until(s.token) { n += 1 }
             return n
         }
-        #expect(await eventually { s.token._liveRegistrationCount == 1 })
+        for await _ in entered { break }
+        #expect(s.token._liveRegistrationCount == 1)
         s.cancel()
         let n = try await consumer.value
         #expect(n == 0)

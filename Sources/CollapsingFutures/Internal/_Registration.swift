@@ -92,13 +92,19 @@ func _pushHandler(_ owner: AnyObject, _ node: _Node, _ queue: DispatchQueue?, _ 
 /// if one was given (other than `.completingThread`), else inline — the
 /// registering thread is the completing one here, so the main-thread rule
 /// holds without a hop.
+/// After the hop to `queue`, `run` runs only if `unless` has not been
+/// cancelled meanwhile; else `stopped` does (a continuation fails its
+/// output), as for a queued node (`_Node._runUnlessCancelled`).
 /// (`run` is a handler or a continuation body: the public API required its
 /// parts to be `Sendable`; the body's type just does not say so.)
 @usableFromInline
-func _runNow(_ queue: DispatchQueue?, _ run: @escaping () -> Void) {
+func _runNow(_ queue: DispatchQueue?, unless: CancelToken, _ run: @escaping () -> Void,
+             stopped: (() -> Void)? = nil) {
     if !_runsInline(queue), let queue {
-        nonisolated(unsafe) let run = run
-        queue.async { run() }
+        nonisolated(unsafe) let run = run, stopped = stopped
+        queue.async {
+            if unless.isCancelled { stopped?() } else { run() }
+        }
     } else {
         run()
     }
@@ -125,7 +131,7 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
         if let output { _failOnUnless(output, unless._owner) }
         return CancelRegistration(neverRuns: true)
     case .runNow:
-        if inline || _runsInline(queue) { body(true) } else { _runNow(queue) { body(true) } }
+        if inline || _runsInline(queue) { body(true) } else { _runNow(queue, unless: unless, { body(true) }, stopped: { body(false) }) }
         return CancelRegistration(neverRuns: false)
     case .push:
         let node = _ContinuationNode(output: output, body)
@@ -148,7 +154,11 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
     case .neverRuns:
         _failOnUnless(output, unless._owner)
     case .runNow:
-        if _runsInline(queue) { step(input, f, output, true) } else { _runNow(queue) { step(input, f, output, true) } }
+        if _runsInline(queue) {
+            step(input, f, output, true)
+        } else {
+            _runNow(queue, unless: unless, { step(input, f, output, true) }, stopped: { step(input, f, output, false) })
+        }
     case .push:
         _ = _pushHandler(input, _StepNode(input, f, output, step), queue, unless)
     }
@@ -164,7 +174,7 @@ func _chainSink<A>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Cancel
     case .unlessFirst, .neverRuns:
         return
     case .runNow:
-        if _runsInline(queue) { step(input, f) } else { _runNow(queue) { step(input, f) } }
+        if _runsInline(queue) { step(input, f) } else { _runNow(queue, unless: unless) { step(input, f) } }
     case .push:
         _ = _pushHandler(input, _SinkNode(input, f, step), queue, unless)
     }
