@@ -298,12 +298,12 @@ extension Future {
                 if i >= maxTries { return .timedOut }
                 if until.isCancelled { return .cancelled }
                 let tried = withTimeout(timeout, until: until, operation)
-                if case .failure(let e)? = tried.result, e is TimeoutError {
+                if let r = tried.result {
+                    guard case .failure(let e) = r, e is TimeoutError else { return tried }
                     i += 1
                     timeout = _Delay.scaled(timeout, by: backoff)
                     continue
                 }
-                if tried.result != nil { return tried }
                 let out = Future()
                 let next = i + 1, nextTimeout = _Delay.scaled(timeout, by: backoff)
                 _chain(tried, nil, until, output: out, inline: true) { ok in

@@ -94,7 +94,7 @@ func _pushHandler(_ owner: AnyObject, _ node: _Node, _ queue: DispatchQueue?, _ 
 /// holds without a hop.
 /// After the hop to `queue`, `run` runs only if `unless` has not been
 /// cancelled meanwhile; else `stopped` does (a continuation fails its
-/// output), as for a queued node (`_Node._runUnlessCancelled`).
+/// output), as for a queued node (`_Node._runAfterHop`).
 /// (`run` is a handler or a continuation body: the public API required its
 /// parts to be `Sendable`; the body's type just does not say so.)
 @usableFromInline

@@ -72,44 +72,47 @@ class _Node: @unchecked Sendable {
         }
     }
 
-    /// Runs `_run` where the threading contract says. `unlessOwner` owns
-    /// the `unless:` token this node was registered with (its link already
-    /// removed): after a hop to a queue or to the main queue, the handler
-    /// runs only if that token has not been cancelled meanwhile, else it is
-    /// removed by it (a continuation's output fails with
-    /// `CancellationError`). So a handler that cancels a later sibling's
-    /// `unless` stops it on the main queue as it does inline (the original
-    /// re-checked `unless` on the main thread for the same reason).
+    /// Where `_run` must hop to under the threading contract: `_queue` if
+    /// set; else the main queue when registered on the main thread and
+    /// settled elsewhere; nil to run inline.
+    @inline(__always)
+    final var _hopQueue: DispatchQueue? {
+        if let q = _queue { return q }
+        return _mainSticky && cf_is_main_thread() == 0 ? DispatchQueue.main : nil
+    }
+
     /// `_dispatchRun` for a node claimed off its list: removes its `unless`
-    /// link first (reading the link's token only when the run hops).
+    /// link first, reading the link's token only when the run hops.
     @inline(__always)
     final func _dispatchRunSettlingCompanion() {
-        if _queue == nil && !(_mainSticky && cf_is_main_thread() == 0) {
+        guard let q = _hopQueue else {
             _settleCompanion()
             _run()
             return
         }
-        let unlessOwner = _companion?._owner
+        let unless = CancelToken(_owner: _companion?._owner)
         _settleCompanion()
-        _dispatchRun(unless: unlessOwner)
+        _runAfterHop(to: q, unless: unless)
     }
 
+    /// Runs `_run` where the threading contract says. `unlessOwner` owns
+    /// the `unless:` token this node was registered with (its link already
+    /// removed).
     final func _dispatchRun(unless unlessOwner: AnyObject?) {
-        if let q = _queue {
-            let unless = CancelToken(_owner: unlessOwner)
-            q.async { self._runUnlessCancelled(unless) }
-        } else if _mainSticky && cf_is_main_thread() == 0 {
-            let unless = CancelToken(_owner: unlessOwner)
-            DispatchQueue.main.async { self._runUnlessCancelled(unless) }
-        } else {
-            _run()
-        }
+        guard let q = _hopQueue else { _run(); return }
+        _runAfterHop(to: q, unless: CancelToken(_owner: unlessOwner))
     }
 
-    /// After a hop: `_run`, or `_removed(byUnless: true)` if the `unless:`
-    /// token was cancelled while the handler waited for its queue.
-    final func _runUnlessCancelled(_ unless: CancelToken) {
-        if unless.isCancelled { _removed(byUnless: true) } else { _run() }
+    /// After the hop to `queue`, the handler runs only if `unless` has not
+    /// been cancelled meanwhile, else it is removed by it (a continuation's
+    /// output fails with `CancellationError`). So a handler that cancels a
+    /// later sibling's `unless` stops it on the main queue as it does inline
+    /// (the original re-checked `unless` on the main thread for the same
+    /// reason).
+    final func _runAfterHop(to queue: DispatchQueue, unless: CancelToken) {
+        queue.async {
+            if unless.isCancelled { self._removed(byUnless: true) } else { self._run() }
+        }
     }
 
     /// Records the threading contract for `_dispatchRun`.
