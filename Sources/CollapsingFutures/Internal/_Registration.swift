@@ -53,6 +53,14 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     return r
 }
 
+/// `_register` for the library's bookkeeping nodes that no one removes and
+/// that have no `unless` link or threading (a flattening forwarder): no
+/// `CancelRegistration` to build and drop (two retains and a release).
+@usableFromInline
+func _registerBookkeeping(_ owner: AnyObject, _ node: _Node) {
+    _ = _register(owner, node)
+}
+
 /// The state word's terminal tags, as Swift sees them.
 @inlinable var _wCancelled: UInt { UInt(CF_W_CANCELLED) }
 @inlinable var _wImmortal: UInt { UInt(CF_W_IMMORTAL) }
