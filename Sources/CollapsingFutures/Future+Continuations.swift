@@ -32,9 +32,9 @@ extension Future {
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
         let out = Future<U>()
-        _chain(self, queue, unless, output: out) { ok in
+        _chainStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result {
+            switch input._result {
             case .success(let v):
                 do { out._trySetFuture(try f(v)) } catch { out._trySet(.failure(error)) }
             case .failure(let e): out._trySet(.failure(e))

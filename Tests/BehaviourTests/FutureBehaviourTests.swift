@@ -347,6 +347,47 @@ import Foundation
         #expect(input == nil)
     }
 
+    /// The collapsing `then` (its own step node): `unless` cancelled first
+    /// releases its function at once and fails the result; once run, the
+    /// input and the function are released, and the result, once the
+    /// returned future completes, is held by nothing.
+    @Test func collapsingThenReleasesItsFunctionWhenStoppedAndItsStepOnceRun() {
+        let deinits = Counter(), ran = Counter(), seen = Counter()
+        let s = FutureSource<Int>(), u = CancelTokenSource()
+        let stopped: Future<Int>
+        do {
+            let obj = Tracked(deinits)
+            stopped = s.future.then(unless: u.token) { v -> Future<Int> in obj.touch(); ran.increment(); return .succeeded(v) }
+        }
+        u.cancel()
+        #expect(deinits.value == 1)
+        #expect(stopped.hasFailedWithCancel)
+
+        let inner = FutureSource<Int>()
+        weak var input: Future<Int>?
+        weak var output: Future<Int>?
+        var s2: FutureSource<Int>? = FutureSource<Int>()
+        do {
+            let obj = Tracked(deinits)
+            input = s2!.future
+            let out = s2!.future.then { v -> Future<Int> in obj.touch(); ran.increment(); return inner.future.then { $0 + v } }
+            output = out
+            out.thenDo { if $0 == 12 { seen.increment() } }
+        }
+        #expect(output != nil)
+        s2!.trySetResult(2)
+        #expect(ran.value == 1)
+        #expect(deinits.value == 2)
+        #expect(output?.state == .flattening)
+        inner.trySetResult(10)
+        #expect(seen.value == 1)
+        #expect(output == nil)
+        drop(&s2)
+        #expect(input == nil)
+        s.trySetResult(1)
+        #expect(ran.value == 1)
+    }
+
     @Test func thenOfFutureThatBecomesImmortalFailsWhenUnlessIsCancelledLater() {
         var s: FutureSource<Int>? = FutureSource<Int>()
         let u = CancelTokenSource()

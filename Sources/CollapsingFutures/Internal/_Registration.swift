@@ -155,20 +155,40 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
 func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                       _ f: @escaping (A) throws -> R, _ output: Future<R>,
                       _ step: @escaping _StepNode<A, R>.Step) {
+    _chainStepMeeting(input, queue, unless, output, run: { step(input, f, output, $0) },
+                      node: { _StepNode(input, f, output, step) })
+}
+
+/// `_chainStep` for the collapsing `then` (`_FlatStepNode`).
+@inlinable
+func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
+                      _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
+                      _ step: @escaping _FlatStepNode<A, R>.Step) {
+    _chainStepMeeting(input, queue, unless, output, run: { step(input, f, output, $0) },
+                      node: { _FlatStepNode(input, f, output, step) })
+}
+
+/// The meetings of a step: `run(ok)` runs it here and now (`ok` false:
+/// `unless` came first); `node()` builds its node, to push, or to run after
+/// the hop to `queue` (where `unless` cancelled meanwhile removes it).
+@inlinable @inline(__always)
+func _chainStepMeeting(_ input: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, _ output: AnyObject,
+                       run: (Bool) -> Void, node: () -> _Node) {
     let unless = _unless(unless, forContinuationOn: input)
     switch _meet(input, unless: unless, queueBehindStartedWork: true) {
     case .unlessFirst:
-        step(input, f, output, false)
+        run(false)
     case .neverRuns:
         _failOnUnless(output, unless._owner)
     case .runNow:
         if _runsInline(queue) {
-            step(input, f, output, true)
+            run(true)
         } else {
-            _runNow(queue, unless: unless, { step(input, f, output, true) }, stopped: { step(input, f, output, false) })
+            let n = node()
+            _runNow(queue, unless: unless, { n._run() }, stopped: { n._removed(byUnless: true) })
         }
     case .push:
-        _ = _pushHandler(input, _StepNode(input, f, output, step), queue, unless)
+        _ = _pushHandler(input, node(), queue, unless)
     }
 }
 

@@ -2,10 +2,10 @@ import CCollapsingFutures
 import Dispatch
 
 /// A continuation registered on a future's completion token, as a body
-/// closure: the collapsing `then`, `catch`, `finally`, `catchDo`,
-/// `finallyDo`, `unless(_:)` and the library's combinators. (`then` and
-/// `thenDo` use `_StepNode` and `_SinkNode`, which save the body's closure
-/// context.)
+/// closure: `catch`, `finally`, `catchDo`, `finallyDo`, `unless(_:)` and the
+/// library's combinators. (`then`, the collapsing `then` and `thenDo` use
+/// `_StepNode`, `_FlatStepNode` and `_SinkNode`, which save the body's
+/// closure context.)
 ///
 /// Its body is a closure built by the (inlinable) public method, so it is
 /// compiled specialized for the caller's types: running it touches no generic
@@ -14,11 +14,11 @@ import Dispatch
 /// closure captures anything); on a future that already completed there is
 /// no node (`_meet` says run now). A step node saves the context only where
 /// the node can hold the user's function in a field of the public
-/// parameter's own shape; each other shape (`(any Error) -> …`,
-/// `(Future<Value>) -> …`, `… -> Future<U>`) would need a field or a node
-/// class of its own. Measured for the collapsing `then`: a second function
-/// field in `_StepNode` saved one allocation per flatten step (callgrind
-/// -4%) but cost every `then` chain step 7%, so it was not kept.
+/// parameter's own shape, so each shape needs a node class of its own
+/// (`(any Error) -> …`, `(Future<Value>) -> …` have none yet). Measured
+/// for the collapsing `then`: a second function field in `_StepNode` saved
+/// one allocation per flatten step (callgrind -4%) but cost every `then`
+/// chain step 7%; `_FlatStepNode` saves it at no cost to `then`.
 @usableFromInline
 final class _ContinuationNode: _Node, @unchecked Sendable {
     /// `body(true)`: the source completed; `body(false)`: `unless` fired first.
