@@ -305,7 +305,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_FLATTENING))
         let (end, after) = _walk(from: start)
         guard let end else { return (_immortalizeClaimed(), before + after) }
-        _registerBookkeeping(end, _FlattenNode(output: self, target: end))
+        _ = _register(end, _FlattenNode(output: self, target: end))
         return (true, before + after)
     }
 

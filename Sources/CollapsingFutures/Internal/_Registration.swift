@@ -31,7 +31,9 @@ func _tokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
 /// Companions are always pushed after their node, so a node that found its
 /// token settled has an unpushed companion: it is dropped, not removed (no
 /// token counts a removal of a node it never linked).
-@inline(__always)
+/// Also called directly for a node with no `unless` link, no threading and
+/// no registration handed out (the flattening forwarder).
+@usableFromInline @inline(__always)
 func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     let u = Unmanaged.passRetained(node)
     let r = cf_token_register(_tokenPtr(owner), node._ptr)
@@ -51,14 +53,6 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
         if cancelled { node._dispatchRun(unless: unlessOwner) } else { node._discarded(unless: unlessOwner) }
     }
     return r
-}
-
-/// `_register` for the library's bookkeeping nodes that no one removes and
-/// that have no `unless` link or threading (a flattening forwarder): no
-/// `CancelRegistration` to build and drop (two retains and a release).
-@usableFromInline
-func _registerBookkeeping(_ owner: AnyObject, _ node: _Node) {
-    _ = _register(owner, node)
 }
 
 /// The state word's terminal tags, as Swift sees them.
@@ -171,15 +165,17 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
 /// The meetings of a step: `run(ok)` runs it here and now (`ok` false:
 /// `unless` came first); `node()` builds its node, to push, or to run after
 /// the hop to `queue` (where `unless` cancelled meanwhile removes it).
+/// `output`: failed or made immortal when the step never runs (nil for a
+/// `thenDo`).
 @inlinable @inline(__always)
-func _chainStepMeeting(_ input: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, _ output: AnyObject,
+func _chainStepMeeting(_ input: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, _ output: AnyObject?,
                        run: (Bool) -> Void, node: () -> _Node) {
     let unless = _unless(unless, forContinuationOn: input)
     switch _meet(input, unless: unless, queueBehindStartedWork: true) {
     case .unlessFirst:
         run(false)
     case .neverRuns:
-        _failOnUnless(output, unless._owner)
+        if let output { _failOnUnless(output, unless._owner) }
     case .runNow:
         if _runsInline(queue) {
             run(true)
@@ -197,15 +193,8 @@ func _chainStepMeeting(_ input: AnyObject, _ queue: DispatchQueue?, _ unless: Ca
 @inlinable
 func _chainSink<A>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                    _ f: @escaping (A) -> Void, _ step: @escaping _SinkNode<A>.Step) {
-    let unless = _unless(unless, forContinuationOn: input)
-    switch _meet(input, unless: unless, queueBehindStartedWork: true) {
-    case .unlessFirst, .neverRuns:
-        return
-    case .runNow:
-        if _runsInline(queue) { step(input, f) } else { _runNow(queue, unless: unless) { step(input, f) } }
-    case .push:
-        _ = _pushHandler(input, _SinkNode(input, f, step), queue, unless)
-    }
+    _chainStepMeeting(input, queue, unless, nil, run: { if $0 { step(input, f) } },
+                      node: { _SinkNode(input, f, step) })
 }
 
 /// The `unless` a continuation on the future `source` obeys: the source's
