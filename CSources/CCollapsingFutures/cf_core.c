@@ -40,14 +40,6 @@ uintptr_t cf_token_load(const cf_token *t) {
     return AO_load_acquire(W(&t->word));
 }
 
-void cf_node_init(cf_node *n, cf_node_fn fn, void *_Nullable ctx) {
-    n->state = CF_N_LIVE;
-    n->next = NULL;
-    n->fn = fn;
-    n->ctx = ctx;
-    n->op = 0;
-}
-
 uintptr_t cf_node_state(const cf_node *n) {
     // Acquire: a caller that sees CLAIMED/REMOVED/DISCARDED sees the winner's
     // preceding writes (only used to answer remove()).

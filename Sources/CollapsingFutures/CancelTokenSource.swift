@@ -9,7 +9,7 @@ import CCollapsingFutures
 /// Threading: `cancel()` and `tryCancel()` may be called from any thread;
 /// exactly one call wins, and the token's handlers run on that thread.
 public final class CancelTokenSource: Sendable, CustomStringConvertible {
-    let _storage: _TokenStorage
+    @usableFromInline let _storage: _TokenStorage
     let _cancelOnDeinit: Bool
 
     /// A source whose token becomes immortal if this source dies uncancelled.
@@ -44,7 +44,7 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     public var description: String { "CancelTokenSource(\(token.state))" }
 
     /// The token this source controls.
-    public var token: CancelToken { CancelToken(_owner: _storage) }
+    @inlinable public var token: CancelToken { CancelToken(_owner: _storage) }
 
     /// Cancels the token (no effect if it already was). Handlers run on this
     /// thread before it returns, unless it is called from inside a handler:

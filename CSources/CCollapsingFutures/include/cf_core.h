@@ -129,8 +129,20 @@ void cf_token_init(cf_token *t, uintptr_t terminal);
 /// also sees everything written before the cancel (a future's result).
 uintptr_t cf_token_load(const cf_token *t);
 
-/// Initialises a node (not concurrent: before registration).
-void cf_node_init(cf_node *n, cf_node_fn fn, void *_Nullable ctx);
+/// Initialises a node (not concurrent: before registration). Plain stores,
+/// inline here: the Swift layer initialises one node per registration.
+static inline void cf_node_init(cf_node *n, cf_node_fn fn, void *_Nullable ctx) {
+    n->state = CF_N_LIVE;
+    n->next = NULL;
+    n->fn = fn;
+    n->ctx = ctx;
+    n->op = 0;
+}
+
+/// The Swift layer's node callback (defined in Swift, `_Node.swift`, with
+/// `@_cdecl`): declared here so the Swift node initializer, inlined into
+/// its callers, can name it as a plain C function pointer.
+void cf_swift_node_event(void *_Nullable ctx, int event);
 
 /// Pushes `n` on the token's list. Any number of threads concurrently with
 /// each other and with cancel/immortalize/remove. Release CAS publishes the

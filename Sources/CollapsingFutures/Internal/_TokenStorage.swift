@@ -1,6 +1,7 @@
 import CCollapsingFutures
 
 /// Owns a plain token's state word (a `CancelTokenSource`'s token).
+@usableFromInline
 final class _TokenStorage: @unchecked Sendable {
     /// Must stay the first stored property.
     private var _c: cf_token

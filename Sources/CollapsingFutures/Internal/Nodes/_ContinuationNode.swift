@@ -26,7 +26,7 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     /// The output future (made immortal if the source is), or nil for `Do` forms.
     @exclusivity(unchecked) @usableFromInline var output: AnyObject?
 
-    @inlinable init(output: AnyObject?, _ body: @escaping (Bool) -> Void) {
+    @inlinable @inline(__always) init(output: AnyObject?, _ body: @escaping (Bool) -> Void) {
         self.body = body
         self.output = output
         super.init()

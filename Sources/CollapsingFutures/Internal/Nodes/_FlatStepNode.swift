@@ -15,7 +15,7 @@ final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable 
     @exclusivity(unchecked) @usableFromInline var output: Future<R>?
     @exclusivity(unchecked) @usableFromInline var step: Step?
 
-    @inlinable init(_ input: Future<A>, _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>, _ step: @escaping Step) {
+    @inlinable @inline(__always) init(_ input: Future<A>, _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>, _ step: @escaping Step) {
         self.input = input
         self.f = f
         self.output = output

@@ -9,7 +9,7 @@ final class _FlattenNode<Value: Sendable>: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var output: Future<Value>?
     @exclusivity(unchecked) @usableFromInline var target: Future<Value>?
 
-    @inlinable init(output: Future<Value>, target: Future<Value>) {
+    @inlinable @inline(__always) init(output: Future<Value>, target: Future<Value>) {
         self.output = output
         self.target = target
         super.init()

@@ -11,7 +11,7 @@ final class _HandlerNode: _Node, @unchecked Sendable {
     /// (removing registrations that stopped mattering): run on discard too.
     @usableFromInline let runOnDiscard: Bool
 
-    @inlinable init(_ handler: @escaping @Sendable () -> Void) {
+    @inlinable @inline(__always) init(_ handler: @escaping @Sendable () -> Void) {
         self.handler = handler
         self.runOnDiscard = false
         super.init()

@@ -19,7 +19,7 @@ import Dispatch
 @usableFromInline
 class _Node: @unchecked Sendable {
     /// Must stay the first stored property: the C core's view of this node.
-    private final var _c = cf_node()
+    @usableFromInline final var _c = cf_node()
     /// Where to run: `_queue` if set; else the main queue when registered on
     /// the main thread and settled elsewhere; else inline.
     @exclusivity(unchecked)
@@ -31,24 +31,19 @@ class _Node: @unchecked Sendable {
     @exclusivity(unchecked)
     final var _companion: CancelRegistration?
 
-    @inline(__always)
+    @inlinable @inline(__always)
     final var _ptr: UnsafeMutablePointer<cf_node> {
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_node.self)
     }
 
-    @usableFromInline init() {
+    /// Inlinable, so that a subclass's initializer, inlined into the caller
+    /// with the fields it stores, is not cut by an opaque call (around which
+    /// the optimizer kept an extra retain and release of every field).
+    @inlinable @inline(__always) init() {
         // The list's reference is taken in `_register`; ctx is this object.
-        // The callback takes back that reference and performs the event.
-        cf_node_init(_ptr, { ctx, event in
-            let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
-            if event == Int32(CF_EV_RUN.rawValue) {
-                node._dispatchRunSettlingCompanion()
-            } else if event == Int32(CF_EV_DISCARD.rawValue) {
-                let unlessOwner = node._companion?._owner
-                node._settleCompanion()
-                node._discarded(unless: unlessOwner)
-            }
-        }, Unmanaged.passUnretained(self).toOpaque())
+        // The callback (`_nodeEvent`) takes back that reference and performs
+        // the event.
+        cf_node_init(_ptr, cf_swift_node_event, Unmanaged.passUnretained(self).toOpaque())
         // The state word keeps its tags in the low four bits of node pointers.
         assert(UInt(bitPattern: _ptr) & 15 == 0, "cf_node must be 16-byte aligned")
     }
@@ -123,5 +118,20 @@ class _Node: @unchecked Sendable {
         } else if cf_is_main_thread() != 0 {
             _mainSticky = true
         }
+    }
+}
+
+/// The C callback of every node (`cf_swift_node_event` in cf_core.h): takes
+/// back the reference the list (or the drain queue) held and performs the
+/// event.
+@_cdecl("cf_swift_node_event")
+func _nodeEvent(_ ctx: UnsafeMutableRawPointer?, _ event: Int32) {
+    let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
+    if event == Int32(CF_EV_RUN.rawValue) {
+        node._dispatchRunSettlingCompanion()
+    } else if event == Int32(CF_EV_DISCARD.rawValue) {
+        let unlessOwner = node._companion?._owner
+        node._settleCompanion()
+        node._discarded(unless: unlessOwner)
     }
 }

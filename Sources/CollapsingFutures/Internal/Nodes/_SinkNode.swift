@@ -13,7 +13,7 @@ final class _SinkNode<A: Sendable>: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var f: ((A) -> Void)?
     @exclusivity(unchecked) @usableFromInline var step: Step?
 
-    @inlinable init(_ input: Future<A>, _ f: @escaping (A) -> Void, _ step: @escaping Step) {
+    @inlinable @inline(__always) init(_ input: Future<A>, _ f: @escaping (A) -> Void, _ step: @escaping Step) {
         self.input = input
         self.f = f
         self.step = step
