@@ -26,8 +26,10 @@ final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable 
     /// Takes the fields with plain loads and stores (see `_StepNode`).
     @inline(__always)
     private func _takeAll() -> (Step, Future<A>, (A) throws -> Future<R>, Future<R>)? {
-        let s = step, i = input, fn = f, o = output
-        step = nil; input = nil; f = nil; output = nil
+        let s = step; step = nil
+        let i = input; input = nil
+        let fn = f; f = nil
+        let o = output; output = nil
         guard let s, let i, let fn, let o else { return nil }
         return (s, i, fn, o)
     }

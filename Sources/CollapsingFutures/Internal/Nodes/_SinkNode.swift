@@ -23,8 +23,9 @@ final class _SinkNode<A: Sendable>: _Node, @unchecked Sendable {
     /// Takes the fields with plain loads and stores (see `_StepNode`).
     @inline(__always)
     private func _takeAll() -> (Step, Future<A>, (A) -> Void)? {
-        let s = step, i = input, fn = f
-        step = nil; input = nil; f = nil
+        let s = step; step = nil
+        let i = input; input = nil
+        let fn = f; f = nil
         guard let s, let i, let fn else { return nil }
         return (s, i, fn)
     }

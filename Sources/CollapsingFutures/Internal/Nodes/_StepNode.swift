@@ -30,11 +30,16 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
 
     /// Takes the fields (plain loads and stores: these methods are not
     /// specialized, and `Optional.take()` on a generic function type would
-    /// look up its metadata on every step).
+    /// look up its metadata on every step). Each load is followed at once by
+    /// its store, so the optimizer sees a move: with all loads first and all
+    /// stores after, it copied two of the fields (a retain and a release
+    /// each, 4% of then+set).
     @inline(__always)
     private func _takeAll() -> (Step, Future<A>, (A) throws -> R, Future<R>)? {
-        let s = step, i = input, fn = f, o = output
-        step = nil; input = nil; f = nil; output = nil
+        let s = step; step = nil
+        let i = input; input = nil
+        let fn = f; f = nil
+        let o = output; output = nil
         guard let s, let i, let fn, let o else { return nil }
         return (s, i, fn, o)
     }
