@@ -10,18 +10,17 @@
 #endif
 
 // Per thread: 0 unknown, 1 main, 2 not main. A thread's answer never
-// changes, so it is computed once (the check is on every registration).
-static __thread int main_cache;
+// changes, so it is computed once (the check is on every registration; its
+// inline fast path is in cf_core.h).
+__thread int cf_main_thread_cache;
 
-int cf_is_main_thread(void) {
-    if (main_cache == 0) {
+int cf_is_main_thread_compute(void) {
 #if defined(__APPLE__)
-        // Darwin: thread ids are not process ids; ask pthreads.
-        main_cache = pthread_main_np() ? 1 : 2;
+    // Darwin: thread ids are not process ids; ask pthreads.
+    cf_main_thread_cache = pthread_main_np() ? 1 : 2;
 #else
-        // Linux: the main thread's kernel thread id is the process id.
-        main_cache = (syscall(SYS_gettid) == getpid()) ? 1 : 2;
+    // Linux: the main thread's kernel thread id is the process id.
+    cf_main_thread_cache = (syscall(SYS_gettid) == getpid()) ? 1 : 2;
 #endif
-    }
-    return main_cache == 1;
+    return cf_main_thread_cache == 1;
 }

@@ -204,9 +204,19 @@ size_t cf_token_debug_count_live(cf_token *t);
 int cf_future_claim(cf_future *f, uintptr_t expected, uintptr_t desired);
 uintptr_t cf_future_claim_load(const cf_future *f);
 
+/// This thread's answer to cf_is_main_thread: 0 not computed yet, 1 main,
+/// 2 not main (cf_platform.c). Thread-local, so no atomics.
+extern __thread int cf_main_thread_cache;
+/// Computes and caches this thread's answer (cf_platform.c).
+int cf_is_main_thread_compute(void);
+
 /// 1 on the process's main thread, cached per thread (cf_platform.c:
-/// pthread_main_np() on Darwin, gettid() == getpid() on Linux).
-int cf_is_main_thread(void);
+/// pthread_main_np() on Darwin, gettid() == getpid() on Linux). Inline: the
+/// Swift layer asks on every registration and every run.
+static inline int cf_is_main_thread(void) {
+    int c = cf_main_thread_cache;
+    return c != 0 ? c == 1 : cf_is_main_thread_compute();
+}
 
 #ifdef __cplusplus
 }
