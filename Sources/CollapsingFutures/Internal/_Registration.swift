@@ -235,7 +235,11 @@ func _failOnUnless(_ output: AnyObject, _ unlessOwner: AnyObject?) {
 @usableFromInline
 func _tryImmortalizeFuture(_ f: AnyObject) -> Bool {
     let p = _getUnsafePointerToStoredProperties(f).assumingMemoryBound(to: cf_future.self)
-    guard cf_future_claim(p, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
+    // The claim word never returns to UNSET, so a future seen claimed cannot
+    // be claimed here: the common case (a source dying after it set its
+    // future) costs a load, not a failing CAS.
+    guard cf_future_claim_load(p) == UInt(CF_F_UNSET),
+          cf_future_claim(p, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
     cf_token_settle(_tokenPtr(f), _wImmortal)
     return true
 }
