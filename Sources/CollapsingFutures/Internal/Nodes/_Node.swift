@@ -124,7 +124,7 @@ class _Node: @unchecked Sendable {
 /// The C callback of every node (`cf_swift_node_event` in cf_core.h): takes
 /// back the reference the list (or the drain queue) held and performs the
 /// event.
-@_cdecl("cf_swift_node_event")
+@_cdecl("cf_swift_node_event") @usableFromInline
 func _nodeEvent(_ ctx: UnsafeMutableRawPointer?, _ event: Int32) {
     let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
     if event == Int32(CF_EV_RUN.rawValue) {
