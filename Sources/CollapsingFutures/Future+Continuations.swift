@@ -33,12 +33,13 @@ extension Future {
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
         let out = Future<U>()
         _chainStep(self, queue, unless, f, out) { input, f, out, ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
+            guard ok else { out._trySet(.failure(CancellationError())); return nil }
             switch input._result {
             case .success(let v):
-                do { out._trySetFuture(try f(v)) } catch { out._trySet(.failure(error)) }
+                do { return try f(v) } catch { out._trySet(.failure(error)) }
             case .failure(let e): out._trySet(.failure(e))
             }
+            return nil
         }
         return out
     }

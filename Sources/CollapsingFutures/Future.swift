@@ -283,6 +283,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// per set).
     @inlinable
     func _setFuture(_ other: Future) -> (set: Bool, steps: Int) {
+        _setFuture(other) { _FlattenNode(output: self, target: $0) }
+    }
+
+    /// `_setFuture`, with the forwarder registered on the end of the chain
+    /// built by `forwarder(end)` (a `_FlattenNode`, or a flatten step's own
+    /// node reused).
+    @inlinable
+    func _setFuture(_ other: Future, forwarder: (Future) -> _Node) -> (set: Bool, steps: Int) {
         if other === self { return (_tryImmortalize(), 0) }
         let w = other._word
         if w & _wCancelled != 0 {
@@ -305,7 +313,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_FLATTENING))
         let (end, after) = _walk(from: start)
         guard let end else { return (_immortalizeClaimed(), before + after) }
-        _ = _register(end, _FlattenNode(output: self, target: end))
+        _ = _register(end, forwarder(end))
         return (true, before + after)
     }
 

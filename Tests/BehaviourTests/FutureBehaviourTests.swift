@@ -388,6 +388,99 @@ import Foundation
         #expect(ran.value == 1)
     }
 
+    @Test func collapsingThenWhoseFutureBecomesImmortalIsImmortalAndFreesWhatWasRegistered() {
+        let s = FutureSource<Int>()
+        var inner: FutureSource<Int>? = FutureSource<Int>()
+        let innerFuture = inner!.future
+        let deinits = Counter()
+        weak var weakOut: Future<Int>?
+        do {
+            let out: Future<Int> = s.future.then { _ in innerFuture }
+            weakOut = out
+            do {
+                let obj = Tracked(deinits)
+                out.thenDo { _ in obj.touch() }
+            }
+            s.trySetResult(1)
+            #expect(out.state == .flattening)
+            #expect(deinits.value == 0)
+            drop(&inner)
+            #expect(out.state == .immortal)
+            #expect(deinits.value == 1)
+        }
+        #expect(weakOut == nil)
+    }
+
+    @Test func collapsingThenReturningItsOwnOutputIsImmortalAndFreed() {
+        final class Slot: @unchecked Sendable { var future: Future<Int>? }
+        let slot = Slot(), deinits = Counter()
+        let s = FutureSource<Int>()
+        weak var weakOut: Future<Int>?
+        do {
+            let out: Future<Int> = s.future.then { _ in slot.future! }
+            slot.future = out
+            weakOut = out
+            do {
+                let obj = Tracked(deinits)
+                out.thenDo { _ in obj.touch() }
+            }
+            s.trySetResult(1)
+            #expect(out.state == .immortal)
+            #expect(deinits.value == 1)
+            slot.future = nil
+        }
+        #expect(weakOut == nil)
+    }
+
+    @Test func collapsingThenFollowsItsFutureOnceRunWhateverUnlessDoesLater() {
+        let s = FutureSource<Int>(), inner = FutureSource<Int>(), u = CancelTokenSource()
+        let out: Future<Int> = s.future.then(unless: u.token) { v in inner.future.then { $0 + v } }
+        s.trySetResult(1)
+        #expect(out.state == .flattening)
+        u.cancel()
+        #expect(out.state == .flattening)
+        inner.trySetResult(5)
+        #expect(out.forceGetResult() == 6)
+    }
+
+    @Test func collapsingThenOnAQueueFollowsItsFutureAndIsFreed() {
+        let q = DispatchQueue(label: "cf.test.flat")
+        let s = FutureSource<Int>(), inner = FutureSource<Int>()
+        let deinits = Counter(), seen = Counter()
+        weak var weakOut: Future<Int>?
+        do {
+            let out: Future<Int>
+            do {
+                let obj = Tracked(deinits)
+                out = s.future.then(on: q) { v in obj.touch(); return inner.future.then { $0 * v } }
+            }
+            weakOut = out
+            out.thenDo(on: q) { if $0 == 21 { seen.increment() } }
+            s.trySetResult(3)
+            q.sync {}
+            #expect(out.state == .flattening)
+            #expect(deinits.value == 1)
+            inner.trySetResult(7)
+            q.sync {}
+            #expect(out.forceGetResult() == 21)
+        }
+        #expect(seen.value == 1)
+        #expect(weakOut == nil)
+    }
+
+    @Test func collapsingThenReturningACompletedOrFlatteningFutureTakesItsOutcome() {
+        let s = FutureSource<Int>()
+        let done: Future<Int> = s.future.then { _ in .failed(TestError(code: 4)) }
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        a.trySetResult(b.future)
+        let viaChain: Future<Int> = s.future.then { _ in a.future }
+        s.trySetResult(1)
+        #expect(done.forceGetFailure() as? TestError == TestError(code: 4))
+        #expect(viaChain.state == .flattening)
+        b.trySetResult(8)
+        #expect(viaChain.forceGetResult() == 8)
+    }
+
     @Test func thenOfFutureThatBecomesImmortalFailsWhenUnlessIsCancelledLater() {
         var s: FutureSource<Int>? = FutureSource<Int>()
         let u = CancelTokenSource()

@@ -158,7 +158,7 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
 func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                       _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
                       _ step: @escaping _FlatStepNode<A, R>.Step) {
-    _chainStepMeeting(input, queue, unless, output, run: { step(input, f, output, $0) },
+    _chainStepMeeting(input, queue, unless, output, run: { if let inner = step(input, f, output, $0) { output._trySetFuture(inner) } },
                       node: { _FlatStepNode(input, f, output, step) })
 }
 
@@ -298,6 +298,7 @@ extension CancelToken {
         if let uo = unlessOwner {
             let l = _UnlessNode(target: reg, removeOnDiscard: removeOnUnlessImmortal)
             node._companion = CancelRegistration(owner: uo, node: l)
+            node._hadUnlessLink = true
             link = l
         }
         let r = _register(owner, node)

@@ -84,6 +84,9 @@ enum CombinatorRecord {
     /// `called` counts calls of the operation (none if `u` was already
     /// cancelled when the call was made).
     case timeout(a: Int, u: Int, called: Cell, out: Future<Int>)
+    /// The collapsing `then`: `out` takes on pool future `b` once `a`
+    /// succeeds; `unless` is a token index, or nil; `ran` counts calls.
+    case flatThen(a: Int, b: Int, unless: Int?, ran: Cell, out: Future<Int>)
 }
 
 /// Interprets one program. Throws `FuzzFailure` on a violated invariant.
@@ -190,7 +193,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
         let p = programs[me]
         var k = 0
         while k + 2 < p.count {
-            let op = Int(p[k]) % 17, a = Int(p[k + 1]), b = Int(p[k + 2])
+            let op = Int(p[k]) % 17, variant = Int(p[k]) / 17 % 2, a = Int(p[k + 1]), b = Int(p[k + 2])
             k += 3
             let now = step.add(1, ordering: .relaxed).newValue
             let ti = a % nTokens, ui = b % nTokens
@@ -224,6 +227,16 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                     let won = s.trySetResult(futures[fj])
                     flattenLog.withLock { $0.append((fi, fj, won)) }
                 }
+            case 9 where variant == 1:  // collapsing then, returning another pool future
+                let fi = a % nFutures, fj = (b >> 4) % nFutures
+                let ran = Cell(0)
+                let cap = Captured(d)
+                let unless: Int? = b & 1 == 1 ? (b >> 1) % nTokens : nil
+                let inner = futures[fj]
+                let out = futures[fi].then(unless: unless.map { tokensC[$0] } ?? .immortal) { (_: Int) -> Future<Int> in
+                    _ = cap; ran.add(); return inner
+                }
+                combinatorLog.withLock { $0.append(.flatThen(a: fi, b: fj, unless: unless, ran: ran, out: out)) }
             case 9:         // then (with an unless token when b is odd)
                 let fi = a % nFutures
                 let ran = Cell(0), released = Cell(0)
@@ -430,6 +443,23 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
             case (.immortal, .immortal): if tokens[u].isCancelled { throw fail("withTimeout immortal although its unless was cancelled") }
             case (.immortal, .failed): if !out.hasFailedWithCancel || !tokens[u].isCancelled { throw fail("withTimeout \(out) with an immortal operation") }
             default: throw fail("withTimeout \(out) does not follow its operation \(fa)")
+            }
+        case let .flatThen(a, b, u, ran, out):
+            let fa = futures[a], fb = futures[b], runs = ran.load()
+            if runs > 1 { throw fail("collapsing then ran \(runs) times") }
+            if out.state == .pending || out.state == .flattening { throw fail("collapsing then still \(out.state) with settled inputs \(fa), \(fb)") }
+            if runs == 0, let u, out.hasFailedWithCancel {
+                // `unless` came first (or the input became immortal and then `unless` fired).
+                if !tokens[u].isCancelled { throw fail("collapsing then(unless:) failed with cancel but its unless is \(tokens[u].state)") }
+                continue
+            }
+            switch fa.state {
+            case .succeeded:
+                if runs != 1 { throw fail("collapsing then of \(fa) ran \(runs) times, output \(out)") }
+                if out.state != fb.state || value(out) != value(fb) { throw fail("collapsing then \(out) does not follow the returned \(fb)") }
+            case .failed: if !out.hasFailed || runs != 0 { throw fail("collapsing then \(out) of \(fa)") }
+            case .immortal: if out.state != .immortal || runs != 0 { throw fail("collapsing then \(out) of an immortal future") }
+            case .pending, .flattening: throw fail("pool future \(fa) still \(fa.state)")
             }
         }
     }

@@ -26,6 +26,13 @@ class _Node: @unchecked Sendable {
     final var _queue: DispatchQueue?
     @exclusivity(unchecked)
     final var _mainSticky = false
+    /// Set when an `unless` link was made for this node: that link holds a
+    /// registration that may still call `cf_node_remove` on it after it ran
+    /// (a cancel of `unless` racing the run), so it must never be registered
+    /// again (`_FlatStepNode` reuses itself as its output's forwarder only
+    /// when this is false). Written before the node is published.
+    @exclusivity(unchecked)
+    final var _hadUnlessLink = false
     /// The unless-link registered on the `unless:` token, removed when this
     /// node settles so nothing accumulates on a long-lived `unless` token.
     @exclusivity(unchecked)
