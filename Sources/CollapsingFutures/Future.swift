@@ -289,7 +289,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// `_setFuture`, with the forwarder registered on the end of the chain
     /// built by `forwarder(end)` (a `_FlattenNode`, or a flatten step's own
     /// node reused).
-    @inlinable
+    @inlinable @inline(__always)
     func _setFuture(_ other: Future, forwarder: (Future) -> _Node) -> (set: Bool, steps: Int) {
         if other === self { return (_tryImmortalize(), 0) }
         let w = other._word
@@ -350,7 +350,16 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// algorithm stops on a cycle that does not contain us and returns one
     /// of its futures: its last publisher makes it immortal, and our
     /// forwarder with it.
-    @inlinable func _walk(from start: Future) -> (end: Future?, steps: Int) {
+    @inlinable @inline(__always) func _walk(from start: Future) -> (end: Future?, steps: Int) {
+        // The common case, inline: `start` is not flattening (no copies of
+        // it for the loop's cursors: two retains and releases per walk).
+        if start === self { return (nil, 0) }
+        guard cf_future_claim_load(start._fptr) == UInt(CF_F_FLATTENING) else { return (start, 0) }
+        return _walkFlattening(from: start)
+    }
+
+    /// `_walk` from a flattening `start`.
+    @inlinable func _walkFlattening(from start: Future) -> (end: Future?, steps: Int) {
         var cur = start
         var tortoise = start
         var power = 1, lam = 0, steps = 0
