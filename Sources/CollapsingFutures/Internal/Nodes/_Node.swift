@@ -13,6 +13,13 @@
 // writes. That is why the subclasses' `var`s need no lock, and why their
 // dynamic exclusivity checks are turned off (`@exclusivity(unchecked)`): the
 // C core's CAS already makes every access exclusive.
+//
+// A node is registered once, with one exception: a flatten step's node
+// (`_FlatStepNode`), once it has run, re-initialises its `cf_node` and
+// registers itself on another token as its output's forwarder. That is safe
+// only because nothing else can still touch its `cf_node` then: the drain
+// reads nothing of a node after its callback, no `CancelRegistration` for it
+// was handed out, and it never had an `unless` link (`_hadUnlessLink`).
 import CCollapsingFutures
 import Dispatch
 
