@@ -397,10 +397,7 @@ import Foundation
         do {
             let out: Future<Int> = s.future.then { _ in innerFuture }
             weakOut = out
-            do {
-                let obj = Tracked(deinits)
-                out.thenDo { _ in obj.touch() }
-            }
+            thenDoHolding(Tracked(deinits), on: out)
             s.trySetResult(1)
             #expect(out.state == .flattening)
             #expect(deinits.value == 0)
@@ -420,10 +417,7 @@ import Foundation
             let out: Future<Int> = s.future.then { _ in slot.future! }
             slot.future = out
             weakOut = out
-            do {
-                let obj = Tracked(deinits)
-                out.thenDo { _ in obj.touch() }
-            }
+            thenDoHolding(Tracked(deinits), on: out)
             s.trySetResult(1)
             #expect(out.state == .immortal)
             #expect(deinits.value == 1)
@@ -789,3 +783,9 @@ func runFlattenChain(depth: Int) -> Int? {
 /// Sets an optional to nil (drops the last reference) without a
 /// never-read warning.
 func drop<T>(_ x: inout T?) { x = nil }
+
+/// Registers a `thenDo` on `future` whose closure holds `object` (a leak
+/// test counts its deinit).
+func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
+    future.thenDo { _ in object.touch() }
+}
