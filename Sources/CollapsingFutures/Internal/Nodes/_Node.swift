@@ -31,6 +31,14 @@ class _Node: @unchecked Sendable {
     /// the main thread and settled elsewhere; else inline.
     @exclusivity(unchecked)
     final var _queue: DispatchQueue?
+    /// The unless-link registered on the `unless:` token, removed when this
+    /// node settles so nothing accumulates on a long-lived `unless` token.
+    @exclusivity(unchecked)
+    final var _companion: CancelRegistration?
+    // The two flags after the references: the subclass's fields start right
+    // after them, so a node is 8 bytes smaller than with the flags between
+    // `_queue` and `_companion` (and a subclass that declares a `Bool` first
+    // packs it here too).
     @exclusivity(unchecked)
     final var _mainSticky = false
     /// Set when an `unless` link was made for this node: that link holds a
@@ -40,10 +48,6 @@ class _Node: @unchecked Sendable {
     /// when this is false). Written before the node is published.
     @exclusivity(unchecked)
     final var _hadUnlessLink = false
-    /// The unless-link registered on the `unless:` token, removed when this
-    /// node settles so nothing accumulates on a long-lived `unless` token.
-    @exclusivity(unchecked)
-    final var _companion: CancelRegistration?
 
     @inlinable @inline(__always)
     final var _ptr: UnsafeMutablePointer<cf_node> {
