@@ -180,6 +180,9 @@ func _chainStepMeeting(_ input: AnyObject, _ queue: DispatchQueue?, _ unless: Ca
         if _runsInline(queue) {
             run(true)
         } else {
+            // Never registered and never linked to `unless` (checked after
+            // the hop instead): a flatten step's node may become its
+            // output's forwarder when it runs there.
             let n = node()
             _runNow(queue, unless: unless, { n._run() }, stopped: { n._removed(byUnless: true) })
         }
