@@ -337,7 +337,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     /// A cycle through us: immortal, and so, through their forwarders, every
-    /// future flattening into us. Only the claim holder calls this.
+    /// future flattening into us. Only the claim holder calls this, or our
+    /// forwarder (it holds the claim for us) when our target became immortal.
     @inlinable func _immortalizeClaimed() -> Bool {
         cf_token_settle(_tptr, _wImmortal)
         return true

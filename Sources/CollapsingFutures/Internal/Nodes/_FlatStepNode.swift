@@ -87,7 +87,7 @@ final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable 
     /// As `_StepNode._discarded`; the forwarder makes `output` immortal.
     @usableFromInline override func _discarded(unless unlessOwner: AnyObject?) {
         if let (o, _) = _takeForwarder() {
-            cf_token_settle(o._tptr, _wImmortal)
+            _ = o._immortalizeClaimed()
         } else if let (_, _, _, o) = _takeAll() {
             _failOnUnless(o, unlessOwner)
         }
@@ -96,10 +96,7 @@ final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable 
     @usableFromInline override func _removed(byUnless: Bool) {
         if _takeForwarder() != nil { return }
         let taken = _takeAll()
-        if !byUnless {
-            _settleCompanion()
-        } else if let (s, i, f, o) = taken, let inner = s(i, f, o, false) {
-            o._trySetFuture(inner)
-        }
+        // With `ok` false the step fails `output` and returns nil.
+        if !byUnless { _settleCompanion() } else if let (s, i, f, o) = taken { _ = s(i, f, o, false) }
     }
 }

@@ -24,7 +24,7 @@ final class _FlattenNode<Value: Sendable>: _Node, @unchecked Sendable {
     @usableFromInline override func _discard() {
         let o = output
         output = nil; target = nil
-        if let o { cf_token_settle(o._tptr, _wImmortal) }
+        _ = o?._immortalizeClaimed()
     }
 
     /// Never removed in practice (its registration is dropped, and it has no
