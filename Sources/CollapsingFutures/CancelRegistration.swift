@@ -33,12 +33,8 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
     ///   before this returns `true` for the first time.
     @discardableResult
     public func remove() -> Bool {
-        guard let node = _node, let owner = _owner else { return _neverRuns }
-        if cf_node_remove(_tokenPtr(owner), node._ptr) != 0 {
-            node._removed(byUnless: false)
-            return true
-        }
-        return cf_node_state(node._ptr) != UInt(CF_N_CLAIMED)
+        guard let removed = _remove(byUnless: false) else { return _neverRuns }
+        return removed || cf_node_state(_node.unsafelyUnwrapped._ptr) != UInt(CF_N_CLAIMED)
     }
 
     /// `CancelRegistration(registered)`, `(removed)`, `(ran)` or
@@ -54,18 +50,24 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
     }
 
     /// Removal on behalf of an `unless:` token that fired.
-    func _removeByUnless() {
-        guard let node = _node, let owner = _owner else { return }
-        if cf_node_remove(_tokenPtr(owner), node._ptr) != 0 {
-            node._removed(byUnless: true)
-        }
-    }
+    func _removeByUnless() { _ = _remove(byUnless: true) }
 
     /// Removal of an internal link (no result needed).
-    func _removeQuietly() {
-        guard let node = _node, let owner = _owner else { return }
-        if cf_node_remove(_tokenPtr(owner), node._ptr) != 0 {
-            node._removed(byUnless: false)
+    func _removeQuietly() { _ = _remove(byUnless: false) }
+
+    /// Removes the node if it is still registered: true if this call removed
+    /// it, false if it had already run, been removed or discarded, nil if
+    /// no node was ever linked. The node and the owner are borrowed, not
+    /// copied: this registration holds both for the whole call, so they need
+    /// no retain and release of their own (three pairs, 11% of a
+    /// register/remove pair, callgrind).
+    @inline(__always)
+    private func _remove(byUnless: Bool) -> Bool? {
+        guard _node != nil, _owner != nil else { return nil }
+        return Unmanaged.passUnretained(_node.unsafelyUnwrapped)._withUnsafeGuaranteedRef { node in
+            guard cf_node_remove(_tokenPtr(_owner.unsafelyUnwrapped), node._ptr) != 0 else { return false }
+            node._removed(byUnless: byUnless)
+            return true
         }
     }
 }
