@@ -294,27 +294,24 @@ extension CancelToken {
     /// `node` (so a link that fires always finds `node` in its list).
     @usableFromInline
     func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool = false) -> CancelRegistration {
-        let owner = _owner!
+        let owner = _owner.unsafelyUnwrapped
         let reg = CancelRegistration(owner: owner, node: node)
-        var link: _UnlessNode?
-        let unlessOwner = unless._owner
-        if let uo = unlessOwner {
-            let l = _UnlessNode(target: reg, removeOnDiscard: removeOnUnlessImmortal)
-            node._companion = CancelRegistration(owner: uo, node: l)
-            node._hadUnlessLink = true
-            link = l
+        guard let uo = unless._owner else {
+            let r = _register(owner, node)
+            return r == Int32(CF_REG_ADDED) ? reg : CancelRegistration(neverRuns: r == Int32(CF_REG_IMMORTAL))
         }
+        let link = _UnlessNode(target: reg, removeOnDiscard: removeOnUnlessImmortal)
+        node._companion = CancelRegistration(owner: uo, node: link)
+        node._hadUnlessLink = true
         let r = _register(owner, node)
         if r != Int32(CF_REG_ADDED) {
             return CancelRegistration(neverRuns: r == Int32(CF_REG_IMMORTAL))
         }
-        if let l = link, let uo = unlessOwner {
-            // A terminal `unless` here is settled by `_register` (the link runs
-            // and removes `node`, or is discarded). If `node` settled first it
-            // already removed the link, which then sits in the list as a
-            // removed node, counted, until cleanup or settle unlinks it.
-            _ = _register(uo, l)
-        }
+        // A terminal `unless` here is settled by `_register` (the link runs
+        // and removes `node`, or is discarded). If `node` settled first it
+        // already removed the link, which then sits in the list as a
+        // removed node, counted, until cleanup or settle unlinks it.
+        _ = _register(uo, link)
         return reg
     }
 }
