@@ -77,7 +77,7 @@ extension Future {
         }
         out._cancelOnSettle(timer)
         let result = operation(lifetime.token)
-        result.completionToken._whenSettledInline {
+        let arrival = result.completionToken._whenSettledInline {
             switch result.result {
             case .success(let v)?:
                 timer?.cancel()
@@ -92,6 +92,10 @@ extension Future {
                 break
             }
         }
+        // Once the result is settled (the timer or `until` first), what the
+        // operation's future says no longer matters: the registration goes,
+        // rather than stay on a future that ignores its cancelled token.
+        out.completionToken._whenSettledInline { arrival.remove() }
         return out
     }
 
@@ -261,10 +265,16 @@ extension Future {
         until._whenCancelledInline(unless: race.source.future.completionToken, removeOnUnlessImmortal: true) {
             race.untilCancelled()
         }
+        // One arrival per operation, removed once the result settles: an
+        // operation that ignores its token (or a race of existing futures)
+        // must not keep the race alive on its still-pending future.
+        var arrivals: [CancelRegistration] = []
+        arrivals.reserveCapacity(operations.count)
         for (i, op) in operations.enumerated() {
             let f = op(race.tokens[i].token)
-            f.completionToken._whenSettledInline { race.arrived(i, f) }
+            arrivals.append(f.completionToken._whenSettledInline { race.arrived(i, f) })
         }
+        race.source.future.completionToken._whenSettledInline { [arrivals] in for r in arrivals { r.remove() } }
         return race.source.future
     }
 
@@ -297,6 +307,11 @@ extension Future {
             while true {
                 if i >= maxTries { return .timedOut }
                 if until.isCancelled { return .cancelled }
+                // A zero timeout times out without running the operation,
+                // and stays zero once scaled: every try left would too, so
+                // `retrying(upTo: .max, baseTimeout: .zero)` (or a backoff
+                // of 0) ends here instead of counting them.
+                if timeout == .zero { return .timedOut }
                 let tried = withTimeout(timeout, until: until, operation)
                 if let r = tried.result {
                     guard case .failure(let e) = r, e is TimeoutError else { return tried }

@@ -38,9 +38,22 @@ extension Future {
     ///     let (user, avatar, feed) = try await Future.all(user, avatar, feed).get()
     public static func all<each V: Sendable>(_ first: Future, _ rest: repeat Future<each V>,
                                              unless: CancelToken = .immortal) -> Future<(Value, repeat each V)> {
-        var erased: [Future<any Sendable>] = [first._erased()]
-        repeat erased.append((each rest)._erased())
-        return Future<any Sendable>.all(erased, unless: unless)._map { values in
+        if unless.isCancelled { return .cancelled }
+        var erased: [Future<any Sendable>] = []
+        var registrations: [CancelRegistration] = []
+        func erase<T>(_ f: Future<T>) {
+            let (e, r) = f._mapRegistered { $0 as any Sendable }
+            erased.append(e)
+            registrations.append(r)
+        }
+        erase(first)
+        repeat erase(each rest)
+        let all = Future<any Sendable>.all(erased, unless: unless)
+        // `all` removes its registrations on the erased copies when it
+        // settles; these go with them, so nothing stays on an input still
+        // pending (one failed, one is immortal, or `unless` fired).
+        all.completionToken._whenSettledInline { [registrations] in for r in registrations { r.remove() } }
+        return all._map { values in
             var i = 0
             func next<T>(_: T.Type) -> T {
                 i += 1
@@ -71,6 +84,9 @@ extension Future {
         let source = FutureSource<Value>()
         let out = source.future
         let timer = _Timer.after(duration) { source.trySetFailedWithTimeout() }
+        // This future's own completion token never cancels it first (as for
+        // continuations): as `unless` it must not beat the result.
+        let unless = _unless(unless, forContinuationOn: self)
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             source.trySetFailedWithCancel()
         }
@@ -84,19 +100,20 @@ extension Future {
         return out
     }
 
-    /// This future's value as `any Sendable` (library bookkeeping: inline).
-    func _erased() -> Future<any Sendable> { _map { $0 } }
-
     /// `then` for the library's own use: runs inline on the completing thread.
-    func _map<U>(_ f: @escaping @Sendable (Value) -> U) -> Future<U> {
+    func _map<U>(_ f: @escaping @Sendable (Value) -> U) -> Future<U> { _mapRegistered(f).0 }
+
+    /// `_map`, with its registration on this future, for a caller that
+    /// removes it once the result no longer matters.
+    func _mapRegistered<U>(_ f: @escaping @Sendable (Value) -> U) -> (Future<U>, CancelRegistration) {
         let out = Future<U>()
-        _chain(self, nil, .immortal, output: out, inline: true) { _ in
+        let registration = _chain(self, nil, .immortal, output: out, inline: true) { _ in
             switch self._result {
             case .success(let v): out._trySet(.success(f(v)))
             case .failure(let e): out._trySet(.failure(e))
             }
         }
-        return out
+        return (out, registration)
     }
 }
 

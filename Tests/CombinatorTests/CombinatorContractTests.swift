@@ -81,6 +81,80 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(longLived.future.completionToken._liveRegistrationCount == 0)
     }
 
+    // Found by a review against the contract: the variadic `all` (and
+    // `and`) wrapped each input in a conversion whose registration on the
+    // input was never removed, so each settled call left one on every input
+    // still pending.
+    @Test func variadicAllAndAndLeaveNothingOnAPendingInputOnceSettled() {
+        let longLived = FutureSource<Int>()
+        for _ in 0..<1000 {
+            #expect(Future.all(longLived.future, Future<String>.failed(Boom())).hasFailed)
+            #expect(longLived.future.and(Future<String>.immortal).state == .immortal)
+        }
+        #expect(longLived.future.completionToken._liveRegistrationCount == 0)
+        #expect(longLived.future.completionToken._linkedNodeCount <= 32)
+    }
+
+    @Test func variadicAllCancelledMidWayRemovesItsRegistrationsAndStillCompletesOtherwise() {
+        let a = FutureSource<Int>(), b = FutureSource<String>(), u = CancelTokenSource()
+        let f = Future.all(a.future, b.future, unless: u.token)
+        #expect(a.future.completionToken._liveRegistrationCount == 1)
+        #expect(b.future.completionToken._liveRegistrationCount == 1)
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(a.future.completionToken._liveRegistrationCount == 0)
+        #expect(b.future.completionToken._liveRegistrationCount == 0)
+        #expect(Future.all(a.future, b.future, unless: u.token).hasFailedWithCancel)
+        #expect(a.future.completionToken._liveRegistrationCount == 0)
+
+        let g = Future.all(a.future, b.future)
+        a.trySetResult(1)
+        #expect(g.state == .pending)
+        b.trySetResult("x")
+        let (x, y) = g.forceGetResult()
+        #expect(x == 1 && y == "x")
+    }
+
+    /// `race` over existing futures, and operations that ignore their
+    /// token: the arrival registrations go once the result settles, and
+    /// with them the race's hold on everything it owns.
+    @Test func raceLeavesNothingOnTheLosersOnceSettled() {
+        let longLived = FutureSource<Int>()
+        let deinits = Counter()
+        for _ in 0..<1000 {
+            let t = Tracked(deinits)
+            let f = Future.race(Future.succeeded(1), longLived.future)
+            #expect(f.forceGetResult() == 1)
+            let g = Future<Int>.race([{ _ in _ = t; return .failed(Boom()) }, { _ in longLived.future }, { _ in .succeeded(2) }])
+            #expect(g.forceGetResult() == 2)
+        }
+        #expect(longLived.future.completionToken._liveRegistrationCount == 0)
+        #expect(longLived.future.completionToken._linkedNodeCount <= 32)
+        #expect(deinits.value == 1000)
+
+        let u = CancelTokenSource()
+        let h = Future<Int>.race([{ _ in longLived.future }], until: u.token)
+        #expect(longLived.future.completionToken._liveRegistrationCount == 1)
+        u.cancel()
+        #expect(h.hasFailedWithCancel)
+        #expect(longLived.future.completionToken._liveRegistrationCount == 0)
+    }
+
+    /// An until-style timeout whose operation ignores its cancelled token:
+    /// after the timeout (or `until`) ended the result, nothing stays on the
+    /// operation's still-pending future.
+    @Test func untilStyleTimeoutLeavesNothingOnAnOperationThatIgnoresItsToken() {
+        let longLived = FutureSource<Int>()
+        let u = CancelTokenSource()
+        let f = Future<Int>.withTimeout(.seconds(3600), until: u.token) { _ in longLived.future }
+        #expect(longLived.future.completionToken._liveRegistrationCount == 1)
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(longLived.future.completionToken._liveRegistrationCount == 0)
+        longLived.trySetResult(1)
+        #expect(f.hasFailedWithCancel)
+    }
+
     @Test func untilStyleTimeoutWhoseOperationFailsLeavesNothingOnUntil() {
         let until = CancelTokenSource()
         for _ in 0..<1000 {
@@ -384,6 +458,12 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         s.trySetResult(4)
         #expect(f.forceGetResult() == 4)
         #expect(g.forceGetResult() == 8)
+        // `timeout` too (its `unless` link is registered on that token
+        // before its forwarding, so it used to win and fail the result).
+        let t = FutureSource<Int>()
+        let h = t.future.timeout(.seconds(3600), unless: t.future.completionToken)
+        t.trySetResult(5)
+        #expect(h.forceGetResult() == 5)
     }
 }
 
@@ -405,6 +485,25 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         }
         #expect(zero.hasFailedWithTimeout)
         #expect(calls.value == 100_000)   // a zero timeout never runs the operation
+    }
+
+    /// A zero timeout (given, or reached through a backoff of 0) times
+    /// every try left out without running it: `retrying` answers at once
+    /// instead of counting up to `maxTries`.
+    @Test func retryingWithAZeroTimeoutEndsAtOnceWhateverMaxTries() async {
+        let calls = Counter()
+        let f = Future<Int>.retrying(upTo: .max, baseTimeout: .zero) { _ in
+            calls.increment()
+            return .succeeded(1)
+        }
+        #expect(f.hasFailedWithTimeout)
+        #expect(calls.value == 0)
+        let g = Future<Int>.retrying(upTo: .max, baseTimeout: .nanoseconds(1), backoff: 0) { _ in
+            calls.increment()
+            return FutureSource<Int>().future   // never answers: times out
+        }
+        await #expect(throws: TimeoutError.self) { try await g.get() }
+        #expect(calls.value == 1)
     }
 
     @Test func retryingStopsAtTheFirstTryThatDoesNotTimeOutAtOnce() {

@@ -277,12 +277,19 @@ extension CancelToken {
     /// Library bookkeeping that must happen once the token settles either
     /// way (removing registrations that stopped mattering, stopping a
     /// timer): `action` runs inline on the settling thread when the token is
-    /// cancelled or becomes immortal, at once if it already has.
-    func _whenSettledInline(_ action: @escaping @Sendable () -> Void) {
-        guard let owner = _owner else { action(); return }
+    /// cancelled or becomes immortal, at once if it already has. Returns the
+    /// registration, for bookkeeping that itself stops mattering earlier.
+    @discardableResult
+    func _whenSettledInline(_ action: @escaping @Sendable () -> Void) -> CancelRegistration {
+        guard let owner = _owner else { action(); return CancelRegistration(neverRuns: false) }
         switch _meet(owner, unless: .immortal, queueBehindStartedWork: false) {
-        case .runNow, .neverRuns, .unlessFirst: action()
-        case .push: _ = _register(owner, _HandlerNode(runOnDiscard: true, action))
+        case .runNow, .neverRuns, .unlessFirst:
+            action()
+            return CancelRegistration(neverRuns: false)
+        case .push:
+            let node = _HandlerNode(runOnDiscard: true, action)
+            return _register(owner, node) == Int32(CF_REG_ADDED) ? CancelRegistration(owner: owner, node: node)
+                                                                 : CancelRegistration(neverRuns: false)
         }
     }
 
