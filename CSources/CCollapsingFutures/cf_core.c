@@ -28,12 +28,6 @@ _Static_assert((CF_W_TAGS & ~(uintptr_t)15) == 0, "tags fit in the alignment of 
 #define CF_CLEAN_MIN 16
 _Static_assert(CF_CLEAN_MIN >= 2, "a cleanup pass re-checked by the trigger unlinks something");
 
-void cf_token_init(cf_token *t, uintptr_t terminal) {
-    t->word = terminal;
-    t->dead = 0;
-    t->last_len = 0;
-}
-
 uintptr_t cf_token_load(const cf_token *t) {
     // Acquire: pairs with the full CAS in cf_token_settle, so whoever sees a
     // terminal word sees the writes made before the settle (a future's result).

@@ -132,6 +132,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             return
         }
         if Self._inline {
+            // A trivial value is its bits: copied as they are, without the
+            // value witness calls of a generic load and store (this method
+            // is not specialized).
+            if _isPOD(Value.self) { _words = other._words; return }
             _wordsAddress.initializeMemory(as: Value.self, to: other._inlineValue)
         } else {
             _words.0 = UInt(bitPattern: other._box.retain().toOpaque())

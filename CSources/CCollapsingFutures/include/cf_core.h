@@ -122,8 +122,13 @@ enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2 };
 enum { CF_REG_ADDED = 0, CF_REG_CANCELLED = 1, CF_REG_IMMORTAL = 2 };
 
 /// Initialises a token (not concurrent: before the token is shared).
-/// `terminal` is 0, CF_W_CANCELLED or CF_W_IMMORTAL.
-void cf_token_init(cf_token *t, uintptr_t terminal);
+/// `terminal` is 0, CF_W_CANCELLED or CF_W_IMMORTAL. Plain stores, inline
+/// here: every future and every source initialises one.
+static inline void cf_token_init(cf_token *t, uintptr_t terminal) {
+    t->word = terminal;
+    t->dead = 0;
+    t->last_len = 0;
+}
 
 /// Any thread, any time. Acquire load: a caller that sees a terminal word
 /// also sees everything written before the cancel (a future's result).
