@@ -175,6 +175,9 @@ extension Future {
     ///     let profile = userID.then { id async throws in try await api.profile(id) }
     public func then<U>(unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) async throws -> U) -> Future<U> {
+        // This future's own completion token never cancels it first (as for
+        // the other continuations), so it must not cancel the Task either.
+        let unless = _unless(unless, forContinuationOn: self)
         let out = Future<U>()
         _chain(self, nil, unless, output: out, inline: true) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }

@@ -450,6 +450,19 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(all.isCancelled)
     }
 
+    /// The async `then` binds its Task to `unless`: the future's own
+    /// completion token (cancelled by the time the body runs) must not
+    /// cancel it.
+    @Test func asyncThenWithItsOwnCompletionTokenAsUnlessCompletes() async throws {
+        let s = FutureSource<Int>()
+        let g = s.future.then(unless: s.future.completionToken) { (v: Int) async throws -> Int in
+            try Task.checkCancellation()
+            return v * 3
+        }
+        s.trySetResult(2)
+        #expect(try await g.get() == 6)
+    }
+
     @Test func unlessOfTheFuturesOwnCompletionTokenEndsWithItsOutcome() {
         let s = FutureSource<Int>()
         let f = s.future.unless(s.future.completionToken)
@@ -569,5 +582,60 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
             #expect(f.hasFailedWithCancel)
         }
         #expect(weakResult == nil)
+    }
+}
+
+/// Found by a review of the node layer: what stays linked in a list must not
+/// outlive the list's owner, nor keep an `unless` token's owner alive.
+@Suite struct NothingOutlivesItsList {
+    /// A pending future nobody can complete any more is freed: a node still
+    /// linked in its list (here removed, waiting for a cleanup that would
+    /// only come after 15 more removals) is released, and a live handler is
+    /// discarded unrun, as on a future whose source died. (The variadic
+    /// `all` drops its conversions of still-pending inputs this way when it
+    /// fails early, with its own removed registrations linked in them.)
+    @Test func aPendingFutureFreedReleasesWhatIsStillLinkedInItsList() {
+        weak var removedNode: _Node?
+        let deinits = Counter()
+        do {
+            let f = Future<Int>()   // pending, with no source: nothing can complete it
+            let r = f.completionToken.whenCancelled {}
+            removedNode = r._node
+            #expect(r.remove())
+            let t = Tracked(deinits)
+            f.completionToken.whenCancelled { _ = t }
+            #expect(removedNode != nil)
+        }
+        #expect(removedNode == nil)
+        #expect(deinits.value == 1)
+    }
+
+    /// A continuation removed by its `unless` token can stay linked (as a
+    /// removed node) in its input's list until a cleanup: it must not keep
+    /// the `unless` token's owner alive. Here that owner's value holds the
+    /// input's source, so keeping it made a cycle nothing broke.
+    @Test func aContinuationRemovedByUnlessDoesNotKeepTheUnlessOwner() {
+        final class Holder: Sendable {
+            let source: FutureSource<Int>
+            let t: Tracked
+            init(_ s: FutureSource<Int>, _ t: Tracked) { source = s; self.t = t }
+        }
+        let deinits = Counter()
+        for form in 0..<5 {
+            do {
+                let a = FutureSource<Int>()
+                let b = FutureSource<Holder>()
+                let u = b.future.completionToken
+                switch form {
+                case 0: _ = a.future.then(unless: u) { $0 }
+                case 1: _ = a.future.then(unless: u) { Future.succeeded($0) }
+                case 2: a.future.thenDo(unless: u) { _ in }
+                case 3: _ = a.future.catch(unless: u) { _ in 0 }
+                default: a.future.completionToken.whenCancelled(unless: u) {}
+                }
+                b.trySetResult(Holder(a, Tracked(deinits)))
+            }
+            #expect(deinits.value == form + 1, "form \(form)")
+        }
     }
 }

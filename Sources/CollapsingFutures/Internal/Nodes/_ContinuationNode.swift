@@ -53,6 +53,9 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     @usableFromInline override func _removed(byUnless: Bool) {
         let b = body
         body = nil; output = nil
-        if byUnless { b?(false) } else { _settleCompanion() }
+        // By `unless`: the link that fired is this node's companion; drop it
+        // (a removed node can stay linked until a cleanup, and must not keep
+        // the `unless` token's owner alive meanwhile).
+        if byUnless { _companion = nil; b?(false) } else { _settleCompanion() }
     }
 }

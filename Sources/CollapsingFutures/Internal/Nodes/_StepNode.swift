@@ -58,6 +58,9 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
 
     @usableFromInline override func _removed(byUnless: Bool) {
         let taken = _takeAll()
-        if !byUnless { _settleCompanion() } else if let (s, i, f, o) = taken { s(i, f, o, false) }
+        // By `unless`: drop the companion that fired (as `_ContinuationNode`).
+        guard byUnless else { _settleCompanion(); return }
+        _companion = nil
+        if let (s, i, f, o) = taken { s(i, f, o, false) }
     }
 }
