@@ -610,6 +610,24 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(deinits.value == 1)
     }
 
+    /// `CancelToken.all`: when an input becomes immortal, the result does,
+    /// and its registrations on the other inputs are removed; those removed
+    /// nodes, still linked in a live input's list, must not keep the
+    /// result's storage (or its links) alive.
+    @Test func allTokensRemovedRegistrationsDoNotKeepTheResult() {
+        let live = CancelTokenSource()
+        weak var storage: AnyObject?
+        do {
+            var gone: CancelTokenSource? = CancelTokenSource()
+            let result = CancelToken.all(live.token, gone!.token)
+            storage = result._owner
+            gone = nil
+            #expect(result.state == .immortal)
+            #expect(live.token._liveRegistrationCount == 0)
+        }
+        #expect(storage == nil)
+    }
+
     /// A continuation removed by its `unless` token can stay linked (as a
     /// removed node) in its input's list until a cleanup: it must not keep
     /// the `unless` token's owner alive. Here that owner's value holds the
