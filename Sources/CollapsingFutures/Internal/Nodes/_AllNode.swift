@@ -17,11 +17,5 @@ final class _AllNode: _Node, @unchecked Sendable {
         if remaining.tick() { s?.settle(_wCancelled) }
     }
     override func _discard() { storage.take()?.settle(_wImmortal) }
-    /// Removed when the result settled (by its `unless` link, which fired)
-    /// or became immortal (the link removes it quietly): drop the link too,
-    /// so a removed node still linked in an input's list holds nothing.
-    override func _removed(byUnless: Bool) {
-        storage = nil
-        if byUnless { _companion = nil } else { _settleCompanion() }
-    }
+    override func _removed(byUnless: Bool) { storage = nil }
 }

@@ -53,9 +53,6 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     @usableFromInline override func _removed(byUnless: Bool) {
         let b = body
         body = nil; output = nil
-        // By `unless`: the link that fired is this node's companion; drop it
-        // (a removed node can stay linked until a cleanup, and must not keep
-        // the `unless` token's owner alive meanwhile).
-        if byUnless { _companion = nil; b?(false) } else { _settleCompanion() }
+        if byUnless { b?(false) }
     }
 }

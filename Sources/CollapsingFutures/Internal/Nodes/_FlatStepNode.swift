@@ -97,9 +97,6 @@ final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable 
         if _takeForwarder() != nil { return }
         let taken = _takeAll()
         // With `ok` false the step fails `output` and returns nil.
-        // By `unless`: drop the companion that fired (as `_ContinuationNode`).
-        guard byUnless else { _settleCompanion(); return }
-        _companion = nil
-        if let (s, i, f, o) = taken { _ = s(i, f, o, false) }
+        if byUnless, let (s, i, f, o) = taken { _ = s(i, f, o, false) }
     }
 }

@@ -30,8 +30,5 @@ final class _HandlerNode: _Node, @unchecked Sendable {
         let h = handler.take()
         if runOnDiscard { h?() }
     }
-    @usableFromInline override func _removed(byUnless: Bool) {
-        handler = nil
-        if !byUnless { _settleCompanion() } else { _companion = nil }
-    }
+    @usableFromInline override func _removed(byUnless: Bool) { handler = nil }
 }

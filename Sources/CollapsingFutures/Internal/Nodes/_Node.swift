@@ -75,7 +75,19 @@ class _Node: @unchecked Sendable {
     /// nodes whose output that token can still fail. Default: `_discard()`.
     @usableFromInline func _discarded(unless: AnyObject?) { _discard() }
     /// Claimed by `remove()`; `byUnless` when the `unless:` token fired.
+    /// Its `unless` link is already gone (`_removedSettlingCompanion`).
     @usableFromInline func _removed(byUnless: Bool) {}
+
+    /// `_removed` for a node its registration removed: its `unless` link goes
+    /// first — removed from the `unless` token, or, when that token fired,
+    /// only dropped (it is the link that fired) — so a removed node, which
+    /// can stay linked in its list until a cleanup, holds nothing of the
+    /// `unless` token's owner meanwhile.
+    @inline(__always)
+    final func _removedSettlingCompanion(byUnless: Bool) {
+        if byUnless { _companion = nil } else { _settleCompanion() }
+        _removed(byUnless: byUnless)
+    }
 
     @inline(__always)
     final func _settleCompanion() {

@@ -38,7 +38,5 @@ final class _SinkNode<A: Sendable>: _Node, @unchecked Sendable {
 
     @usableFromInline override func _removed(byUnless: Bool) {
         _ = _takeAll()
-        // By `unless`: drop the companion that fired (as `_ContinuationNode`).
-        if !byUnless { _settleCompanion() } else { _companion = nil }
     }
 }

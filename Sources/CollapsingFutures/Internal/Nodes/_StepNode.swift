@@ -58,9 +58,6 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
 
     @usableFromInline override func _removed(byUnless: Bool) {
         let taken = _takeAll()
-        // By `unless`: drop the companion that fired (as `_ContinuationNode`).
-        guard byUnless else { _settleCompanion(); return }
-        _companion = nil
-        if let (s, i, f, o) = taken { s(i, f, o, false) }
+        if byUnless, let (s, i, f, o) = taken { s(i, f, o, false) }
     }
 }
