@@ -65,15 +65,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // The last reference is gone, so every write to the fields is visible.
         if let t = _targetRef { cf_unowned_release(t) }
         let w = _word
-        guard w & _wCancelled != 0 else {
-            // Freed while pending: nothing can complete it any more. Nodes
-            // still linked in its list (handlers nobody else holds, or
-            // removed ones a cleanup has not unlinked yet) would keep the
-            // list's reference forever: settle it immortal, as a source's
-            // death does, which discards the live ones and unlinks the rest.
-            if w & _wImmortal == 0 && w != 0 { cf_token_settle(_tptr, _wImmortal) }
-            return
-        }
+        guard w & _wCancelled != 0 else { _settleAbandoned(_tptr, word: w); return }
+        // Completed: a success value is stored exactly when there is no error.
         guard _error == nil else { return }
         if Self._inline {
             if !_isPOD(Value.self) { _wordsAddress.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
@@ -83,9 +76,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     // MARK: result storage
-
-    /// Whether a success value is stored (only once the future completed).
-    @inlinable var _hasValue: Bool { _error == nil && _word & _wCancelled != 0 }
 
     /// Whether a `Value` is stored in `_words` itself.
     @inlinable static var _inline: Bool {

@@ -55,6 +55,18 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     return r
 }
 
+/// Called by the owner of the token `t` (a `Future`, a `_TokenStorage`) as
+/// it is freed, with the token's word `w`: nothing can settle it any more.
+/// Nodes still linked in its list (handlers nobody else holds, or removed
+/// ones a cleanup has not unlinked yet) would keep the list's reference
+/// forever: a still-cancellable token with a list is settled immortal, as a
+/// source's death does, which discards the live nodes and unlinks the rest.
+/// Nothing a callback can reach holds the dying owner; inside a drain the
+/// settle only queues the nodes, and the token is not read after it.
+func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
+    if w & _wTerminal == 0 && w != 0 { cf_token_settle(t, _wImmortal) }
+}
+
 /// The state word's terminal tags, as Swift sees them.
 @inlinable var _wCancelled: UInt { UInt(CF_W_CANCELLED) }
 @inlinable var _wImmortal: UInt { UInt(CF_W_IMMORTAL) }
