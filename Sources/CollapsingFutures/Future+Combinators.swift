@@ -242,7 +242,7 @@ extension Future {
         unless._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) {
             self._trySet(.failure(CancellationError()))
         }
-        completionToken._whenSettledInline { for r in registrations { r.remove() } }
+        completionToken._removeWhenSettled(registrations)
     }
 
     /// The first success of `operations`, each run with its own token.
@@ -274,7 +274,7 @@ extension Future {
             let f = op(race.tokens[i].token)
             arrivals.append(f.completionToken._whenSettledInline { race.arrived(i, f) })
         }
-        race.source.future.completionToken._whenSettledInline { [arrivals] in for r in arrivals { r.remove() } }
+        race.source.future.completionToken._removeWhenSettled(arrivals)
         return race.source.future
     }
 
@@ -359,7 +359,7 @@ extension Sequence {
         }
         let last = outs[outs.count - 1].completionToken
         unless._whenCancelledInline(unless: last, removeOnUnlessImmortal: true) { ordered.cancelRest() }
-        last._whenSettledInline { for r in registrations { r.remove() } }
+        last._removeWhenSettled(registrations)
         return outs
     }
 }

@@ -52,7 +52,7 @@ extension Future {
         // `all` removes its registrations on the erased copies when it
         // settles; these go with them, so nothing stays on an input still
         // pending (one failed, one is immortal, or `unless` fired).
-        all.completionToken._whenSettledInline { [registrations] in for r in registrations { r.remove() } }
+        all.completionToken._removeWhenSettled(registrations)
         return all._map { values in
             var i = 0
             func next<T>(_: T.Type) -> T {

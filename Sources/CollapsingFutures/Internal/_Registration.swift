@@ -305,6 +305,13 @@ extension CancelToken {
         }
     }
 
+    /// Removes `registrations` (O(n), once) when this token settles either
+    /// way: what a combinator registered on its inputs stops mattering with
+    /// its result.
+    func _removeWhenSettled(_ registrations: [CancelRegistration]) {
+        _whenSettledInline { for r in registrations { r.remove() } }
+    }
+
     /// Registers `node` with the optional `unless` link. If the token settled
     /// meanwhile, the node was run or discarded by `_register`.
     ///
