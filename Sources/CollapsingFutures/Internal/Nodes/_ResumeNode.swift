@@ -9,9 +9,15 @@ final class _ResumeNode<T: Sendable>: _Node, @unchecked Sendable {
     let onRun: @Sendable () -> Result<T, any Error>
     let onDiscard: any Error
     let onRemove: Result<T, any Error>
-    /// Set once the node is registered: only then may the task's cancellation
-    /// handler remove it (before, the body itself checks for cancellation).
-    let published = Atomic<Bool>(false)
+    /// The handshake between the body and the task's cancellation handler:
+    /// 0 at first, 1 once the node is registered, 2 once the task is
+    /// cancelled. Each side exchanges its own value in and removes the node
+    /// if it finds the other's: exchanges on one atomic are totally ordered,
+    /// so exactly one side sees the other and removes. (A store of
+    /// "registered" followed by a load of `Task.isCancelled`, against the
+    /// handler's load of the flag, could let both loads miss the other's
+    /// store — store buffering — and leave the task waiting.)
+    let phase = Atomic<UInt8>(0)
 
     init(onRun: @escaping @Sendable () -> Result<T, any Error>, onDiscard: any Error, onRemove: Result<T, any Error>) {
         self.onRun = onRun
@@ -35,11 +41,14 @@ final class _ResumeNode<T: Sendable>: _Node, @unchecked Sendable {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
                 continuation = c   // before publication: the settler reads it after its CAS
                 _ = CancelToken(_owner: owner)._add(self, unless: .immortal)
-                published.store(true, ordering: .releasing)
-                if Task.isCancelled { registration.remove() }
+                // Acquiring-and-releasing: publishes the registration to the
+                // handler, and orders the handler's cancel before our remove.
+                if phase.exchange(1, ordering: .acquiringAndReleasing) == 2 { registration.remove() }
             }
         } onCancel: {
-            if published.load(ordering: .acquiring) { registration.remove() }
+            // As above; the handler may run before the body (a task
+            // cancelled already), then the body removes.
+            if phase.exchange(2, ordering: .acquiringAndReleasing) == 1 { registration.remove() }
         }
     }
 }
