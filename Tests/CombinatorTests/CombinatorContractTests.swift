@@ -394,6 +394,23 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(Future<Int>.withTimeout(years300, until: u.token) { _ in .succeeded(3) }.hasFailedWithCancel)
     }
 
+    /// Longer than `Int64.max` seconds: `Duration.components` would trap
+    /// (it did, inside the conversion for the timer).
+    @Test func delaysBeyondInt64SecondsMeanNever() {
+        let beyond = Duration.seconds(Int64.max) * 4
+        #expect(Future.delayed(1, by: beyond).state == .immortal)
+        #expect(Future<Int>.withTimeout(beyond) { _ in .immortal }.state == .immortal)
+        let s = FutureSource<Int>()
+        let t = s.future.timeout(beyond)
+        #expect(t.state == .pending)
+        s.trySetResult(2)
+        #expect(t.forceGetResult() == 2)
+        let calls = Counter()
+        let r = Future<Int>.retrying(upTo: 3, baseTimeout: beyond, backoff: 0) { _ in calls.increment(); return .timedOut }
+        #expect(r.hasFailedWithTimeout)
+        #expect(calls.value == 1)   // the next timeout, beyond * 0, is zero: never run
+    }
+
     @Test func retryingWithAHugeBackoffDoesNotTrap() async {
         let c = CancelTokenSource()
         let calls = Counter()

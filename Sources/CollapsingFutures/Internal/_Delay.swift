@@ -7,13 +7,16 @@ enum _Delay {
 
     /// Nanoseconds for a timer, or `nil` for "never".
     static func nanoseconds(_ d: Duration) -> Int64? {
+        // Compared as a `Duration` first: `components` traps on one longer
+        // than `Int64.max` seconds (`.seconds(Int64.max) * 2`).
+        if d >= .seconds(neverSeconds) { return nil }
         let (s, atto) = d.components
-        if s >= neverSeconds { return nil }
         return max(0, s * 1_000_000_000 + atto / 1_000_000_000)
     }
 
     /// `d * k`, saturating at "never" (`k` finite and not negative).
     static func scaled(_ d: Duration, by k: Double) -> Duration {
+        if d >= .seconds(neverSeconds) { return k == 0 ? .zero : .seconds(neverSeconds) }
         let (s, atto) = d.components
         let seconds = (Double(s) + Double(atto) / 1e18) * k
         if !(seconds < Double(neverSeconds)) { return .seconds(neverSeconds) }

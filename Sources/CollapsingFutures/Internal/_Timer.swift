@@ -30,8 +30,16 @@ final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
         source.activate()
     }
 
+    /// The payload, taken out under the lock (and released by the caller
+    /// after it: its release can run deinit cascades — a source dying makes
+    /// its future immortal, running user code — which must not run under
+    /// our mutex).
+    private func takeAction() -> (@Sendable () -> Void)? {
+        action.withLock { a in defer { a = nil }; return a }
+    }
+
     private func fire() {
-        let a = action.withLock { a -> (@Sendable () -> Void)? in defer { a = nil }; return a }
+        let a = takeAction()
         source.setEventHandler(handler: nil)
         source.cancel()
         if let a { DispatchQueue.global().async(execute: a) }
@@ -39,7 +47,7 @@ final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
 
     /// Stops the timer; the payload is released before this returns.
     func cancel() {
-        action.withLock { $0 = nil }
+        _ = takeAction()  // released here, after the lock
         source.setEventHandler(handler: nil)
         source.cancel()
     }
