@@ -118,6 +118,11 @@ extension Future {
 }
 
 // MARK: continuations on the main actor
+//
+// Each runs its body inline when this future completes, then hops with a
+// `Task` on the main actor; there `unless` is checked again, as after the
+// main-queue hop of `on: .main` (`_Node._runAfterHop`): cancelling it after
+// the completion but before the main actor runs still stops `f`.
 
 extension Future {
     /// Runs `f` on the main actor with the value if this succeeds (never if
@@ -126,38 +131,45 @@ extension Future {
     ///     loadTitle().thenDo(on: MainActor.shared) { self.title = $0 }
     public func thenDo(on _: MainActor, unless: CancelToken = .immortal,
                        _ f: @escaping @MainActor @Sendable (Value) -> Void) {
+        let unless = _unless(unless, forContinuationOn: self)
         _chain(self, nil, unless, output: nil, inline: true) { ok in
             guard ok, case .success(let v) = self._result else { return }
-            Task { @MainActor in f(v) }
+            Task { @MainActor in if !unless.isCancelled { f(v) } }
         }
     }
 
     /// Runs `f` on the main actor with the error if this fails.
     public func catchDo(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (any Error) -> Void) {
+        let unless = _unless(unless, forContinuationOn: self)
         _chain(self, nil, unless, output: nil, inline: true) { ok in
             guard ok, case .failure(let e) = self._result else { return }
-            Task { @MainActor in f(e) }
+            Task { @MainActor in if !unless.isCancelled { f(e) } }
         }
     }
 
     /// Runs `f` on the main actor with this future once it completes.
     public func finallyDo(on _: MainActor, unless: CancelToken = .immortal,
                           _ f: @escaping @MainActor @Sendable (Future<Value>) -> Void) {
+        let unless = _unless(unless, forContinuationOn: self)
         _chain(self, nil, unless, output: nil, inline: true) { ok in
             guard ok else { return }
-            Task { @MainActor in f(self) }
+            Task { @MainActor in if !unless.isCancelled { f(self) } }
         }
     }
 
     /// When this succeeds, its value mapped by `f` on the main actor.
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> U) -> Future<U> {
+        let unless = _unless(unless, forContinuationOn: self)
         let out = Future<U>()
         _chain(self, nil, unless, output: out, inline: true) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             switch self._result {
-            case .success(let v): Task { @MainActor in out._trySet(Result { try f(v) }) }
+            case .success(let v):
+                Task { @MainActor in
+                    out._trySet(unless.isCancelled ? .failure(CancellationError()) : Result { try f(v) })
+                }
             case .failure(let e): out._trySet(.failure(e))
             }
         }
@@ -173,8 +185,11 @@ extension Future {
     /// result with `CancellationError`); failures pass through.
     ///
     ///     let profile = userID.then { id async throws in try await api.profile(id) }
+    ///
+    /// Like `Task.init`, `f` inherits the caller's actor: written in a
+    /// `@MainActor` type it runs on the main actor.
     public func then<U>(unless: CancelToken = .immortal,
-                        _ f: @escaping @Sendable (Value) async throws -> U) -> Future<U> {
+                        @_inheritActorContext _ f: @escaping @Sendable @isolated(any) (Value) async throws -> U) -> Future<U> {
         // This future's own completion token never cancels it first (as for
         // the other continuations), so it must not cancel the Task either.
         let unless = _unless(unless, forContinuationOn: self)

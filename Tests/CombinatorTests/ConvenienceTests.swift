@@ -159,6 +159,29 @@ import TestSupport
         #expect(model.count == 5)
         #expect(model.caught)
     }
+
+    /// `unless` cancelled after the future completed but before the main
+    /// actor ran the continuation still stops it (as `on: .main` does after
+    /// its hop): the hop is a Task that checks `unless` first.
+    @Test @MainActor func unlessCancelledBeforeTheMainActorRunsStopsTheContinuation() async throws {
+        let model = Model()
+        let s = FutureSource<String>(), u = CancelTokenSource()
+        s.future.thenDo(on: MainActor.shared, unless: u.token) { model.title = $0 }
+        s.future.finallyDo(on: MainActor.shared, unless: u.token) { _ in model.caught = true }
+        let counted = s.future.then(on: MainActor.shared, unless: u.token) { v in model.count = v.count; return v.count }
+        s.trySetResult("hello")   // the hops are queued on the main actor: we are on it, not suspended
+        u.cancel()
+        await #expect(throws: CancellationError.self) { try await counted.get() }
+        // The main actor runs its jobs in order: the two hops before `then`'s have run.
+        #expect(model.title == "")
+        #expect(model.count == 0)
+        #expect(!model.caught)
+        // The future's own completion token as `unless` never stops them.
+        let s2 = FutureSource<String>()
+        let own = s2.future.then(on: MainActor.shared, unless: s2.future.completionToken) { $0.count }
+        s2.trySetResult("four")
+        #expect(try await own.get() == 4)
+    }
 }
 
 @Suite struct Diagnostics {
