@@ -40,6 +40,26 @@ import TestSupport
         s.trySetResult(1)
         #expect(try await s.future.get() == 1)
     }
+
+    /// Cancelling the awaiting task while `get()` / `cancelled()` registers:
+    /// exactly one of the body and the cancellation handler removes the
+    /// node (one atomic exchanged by both; a flag stored by one and
+    /// `Task.isCancelled` loaded could let both miss, and the task waited
+    /// for a future that never completes). Each waiter must end, and leave
+    /// nothing registered.
+    @Test func cancelRacingTheRegistrationAlwaysEndsTheWait() async throws {
+        let s = FutureSource<Int>(), t = CancelTokenSource()
+        for _ in 0..<2_000 {
+            let waiter = Task { try await s.future.get() }
+            let tokenWaiter = Task { await t.token.cancelled() }
+            waiter.cancel()
+            tokenWaiter.cancel()
+            await #expect(throws: CancellationError.self) { try await waiter.value }
+            #expect(await tokenWaiter.value == false)
+        }
+        #expect(s.future.completionToken._liveRegistrationCount == 0)
+        #expect(t.token._liveRegistrationCount == 0)
+    }
 }
 
 @Suite struct FutureFromAsync {
@@ -274,6 +294,32 @@ import TestSupport
         }
         s.trySetResult(3)
         #expect(alive.hits.value == 1)
+        #expect(ran.value == 0)
+    }
+
+    /// On a long-lived token a weak handler can be removed — by its `unless`
+    /// or through the registration it returns — and then holds nothing.
+    @Test func weakHandlersTakeUnlessAndCanBeRemoved() {
+        let long = CancelTokenSource(), u = CancelTokenSource()
+        let ran = Counter()
+        weak var w: Target?
+        do {
+            let t = Target()
+            w = t
+            long.token.whenCancelled(unless: u.token, weak: t) { _ in ran.increment() }
+            long.token.whenCancelled(weak: t) { _ in ran.increment() }.remove()
+        }
+        #expect(w == nil)
+        #expect(long.token._liveRegistrationCount == 1)
+        u.cancel()
+        #expect(long.token._liveRegistrationCount == 0)
+        let s = FutureSource<Int>(), u2 = CancelTokenSource(), alive = Target()
+        s.future.thenDo(unless: u2.token, weak: alive) { o, _ in o.hits.increment() }
+        u2.cancel()
+        #expect(s.future.completionToken._liveRegistrationCount == 0)
+        s.trySetResult(1)
+        long.cancel()
+        #expect(alive.hits.value == 0)
         #expect(ran.value == 0)
     }
 }
