@@ -36,13 +36,11 @@ extension Future {
     ///
     /// Like `Task.init`, `operation` inherits the caller's actor: written in
     /// a `@MainActor` type it runs on the main actor, and `[weak self]`
-    /// works. (Unlike `Task.init`, `self` is not captured implicitly: a
+    /// works; tasks made in order on an actor start there in that order. (Unlike `Task.init`, `self` is not captured implicitly: a
     /// strong capture stays visible in the code.)
     public convenience init(@_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
         self.init()
-        Task { [self] in
-            do { self._trySet(.success(try await operation())) } catch { self._trySet(.failure(error)) }
-        }
+        _startTask(priority: nil, operation) { [self] r in _trySet(r) }
     }
 
     /// A future completed by `operation`, run in a new Task that `token`
@@ -57,9 +55,7 @@ extension Future {
             _trySet(.failure(CancellationError()))
             return
         }
-        let task = Task { [self] in
-            do { self._trySet(.success(try await operation())) } catch { self._trySet(.failure(error)) }
-        }
+        let task = _startTask(priority: nil, operation) { [self] r in _trySet(r) }
         token._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) { [self] in
             task.cancel()
             self._trySet(.failure(CancellationError()))

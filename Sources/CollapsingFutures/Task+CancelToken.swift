@@ -25,16 +25,14 @@ extension Task where Failure == any Error {
     @discardableResult
     ///
     /// Like `Task.init`, `operation` inherits the caller's actor: in a
-    /// `@MainActor` type it runs on the main actor and `[weak self]` works.
+    /// `@MainActor` type it runs on the main actor and `[weak self]` works,
+    /// and tasks made in order on an actor start there in that order.
     /// (Unlike `Task.init`, `self` is not captured implicitly, so a strong
     /// capture — the leak this initializer exists to avoid — stays visible.)
     public init(until token: CancelToken, priority: TaskPriority? = nil,
                 @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Success) {
         let registration = _TaskRegistration()
-        self = Task(priority: priority) {
-            defer { registration.finish() }
-            return try await operation()
-        }
+        self = _startTask(priority: priority, operation) { _ in registration.finish() }
         let task = self
         // Bookkeeping, not a user handler: inline on the cancelling thread
         // (a main-queue hop would never run under a blocked main thread).

@@ -28,6 +28,14 @@ import TestSupport
         }
     }
 
+    /// An async `then` written here runs on the main actor too.
+    func titled(_ value: Future<String>) -> Future<Int> {
+        value.then { [weak self] v async in
+            self?.title = v
+            return #isolation === MainActor.shared ? 1 : 0
+        }
+    }
+
     func load(until token: CancelToken) -> Future<Int> {
         Future(until: token) { [weak self] in
             self?.title = "loaded until"
@@ -70,5 +78,35 @@ import TestSupport
         #expect(deinits.value == 1)
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
+    }
+
+    @Test @MainActor func asyncThenRunsOnTheCallersActor() async throws {
+        let model = TitleModel(Counter())
+        let s = FutureSource<String>()
+        let f = model.titled(s.future)
+        s.trySetResult("then")
+        #expect(try await f.get() == 1)
+        #expect(model.title == "then")
+    }
+
+    /// As with `Task { }`, tasks made in order on an actor start there in
+    /// that order (each is enqueued on the actor itself, not on the global
+    /// pool first).
+    @Test @MainActor func tasksMadeInOrderOnTheMainActorStartInOrder() async throws {
+        final class Log: @unchecked Sendable { var order: [Int] = [] }   // main actor only
+        let log = Log()
+        let token = CancelTokenSource().token
+        var tasks: [Task<Void, any Error>] = []
+        var futures: [Future<Void>] = []
+        for i in 0..<3_000 {
+            switch i % 3 {
+            case 0: tasks.append(Task(until: token) { log.order.append(i) })
+            case 1: futures.append(Future { log.order.append(i) })
+            default: futures.append(Future(until: token) { log.order.append(i) })
+            }
+        }
+        for t in tasks { try await t.value }
+        for f in futures { try await f.get() }
+        #expect(log.order == Array(0..<3_000))
     }
 }
