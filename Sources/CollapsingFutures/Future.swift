@@ -12,6 +12,8 @@ import Dispatch
 /// `.flattening` meanwhile); continuations that return a future are
 /// flattened too. A future set to itself, directly or through any number of
 /// others, becomes immortal (every future in the cycle) instead of hanging.
+/// (Only links made by setting futures to futures count: a future set to a
+/// continuation of itself, `then` of itself, waits for itself.)
 ///
 /// Threading: every member may be used from any thread. Continuations follow
 /// `CancelToken.whenCancelled`'s rules: on the completing thread, on the main
