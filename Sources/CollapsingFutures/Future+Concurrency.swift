@@ -38,9 +38,10 @@ extension Future {
     /// a `@MainActor` type it runs on the main actor, and `[weak self]`
     /// works; tasks made in order on an actor start there in that order. (Unlike `Task.init`, `self` is not captured implicitly: a
     /// strong capture stays visible in the code.)
-    public convenience init(@_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
+    public convenience init(isolation: isolated (any Actor)? = #isolation,
+                            @_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
         self.init()
-        _startTask(priority: nil, operation) { [self] r in _trySet(r) }
+        _startTask(isolation: isolation, priority: nil, operation) { [self] r in _trySet(r) }
     }
 
     /// A future completed by `operation`, run in a new Task that `token`
@@ -48,14 +49,14 @@ extension Future {
     /// registration on `token` is removed when the future completes.
     ///
     /// `operation` inherits the caller's actor, as with `init(_:)`.
-    public convenience init(until token: CancelToken,
+    public convenience init(isolation: isolated (any Actor)? = #isolation, until token: CancelToken,
                             @_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
         self.init()
         if token.isCancelled {
             _trySet(.failure(CancellationError()))
             return
         }
-        let task = _startTask(priority: nil, operation) { [self] r in _trySet(r) }
+        let task = _startTask(isolation: isolation, priority: nil, operation) { [self] r in _trySet(r) }
         token._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) { [self] in
             task.cancel()
             self._trySet(.failure(CancellationError()))

@@ -187,7 +187,9 @@ extension Future {
     ///     let profile = userID.then { id async throws in try await api.profile(id) }
     ///
     /// Like `Task.init`, `f` inherits the caller's actor: written in a
-    /// `@MainActor` type it runs on the main actor.
+    /// `@MainActor` type it runs on the main actor. (It starts from the
+    /// completing thread and hops there, so two async continuations of one
+    /// future start in no particular order.)
     public func then<U>(unless: CancelToken = .immortal,
                         @_inheritActorContext _ f: @escaping @Sendable @isolated(any) (Value) async throws -> U) -> Future<U> {
         // This future's own completion token never cancels it first (as for

@@ -5,7 +5,7 @@ extension Future {
     /// still exists; the handler holds `object` weakly.
     ///
     /// `queue` and `unless` as for `thenDo(on:unless:_:)`; like
-    /// `CancelToken.whenCancelled(weak:_:)`, the handler stays registered
+    /// `CancelToken.whenCancelled(on:unless:weak:_:)`, the handler stays registered
     /// until this future settles or `unless` is cancelled, even after
     /// `object` is gone.
     public func thenDo<O: AnyObject & Sendable>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,

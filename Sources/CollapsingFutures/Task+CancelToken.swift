@@ -29,10 +29,10 @@ extension Task where Failure == any Error {
     /// and tasks made in order on an actor start there in that order.
     /// (Unlike `Task.init`, `self` is not captured implicitly, so a strong
     /// capture — the leak this initializer exists to avoid — stays visible.)
-    public init(until token: CancelToken, priority: TaskPriority? = nil,
+    public init(isolation: isolated (any Actor)? = #isolation, until token: CancelToken, priority: TaskPriority? = nil,
                 @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Success) {
         let registration = _TaskRegistration()
-        self = _startTask(priority: priority, operation) { _ in registration.finish() }
+        self = _startTask(isolation: isolation, priority: priority, operation) { _ in registration.finish() }
         let task = self
         // Bookkeeping, not a user handler: inline on the cancelling thread
         // (a main-queue hop would never run under a blocked main thread).

@@ -46,12 +46,16 @@ import TestSupport
     /// node (one atomic exchanged by both; a flag stored by one and
     /// `Task.isCancelled` loaded could let both miss, and the task waited
     /// for a future that never completes). Each waiter must end, and leave
-    /// nothing registered.
+    /// nothing registered. A spin of random length before the cancel lands
+    /// it before, during or after the waiters register (a cancel made at
+    /// once nearly always comes first, which the old code handled too).
     @Test func cancelRacingTheRegistrationAlwaysEndsTheWait() async throws {
         let s = FutureSource<Int>(), t = CancelTokenSource()
+        let spin = Atomic<Int>(0)
         for _ in 0..<2_000 {
             let waiter = Task { try await s.future.get() }
             let tokenWaiter = Task { await t.token.cancelled() }
+            for _ in 0..<Int.random(in: 0..<3_000) { spin.add(1, ordering: .relaxed) }
             waiter.cancel()
             tokenWaiter.cancel()
             await #expect(throws: CancellationError.self) { try await waiter.value }

@@ -16,9 +16,9 @@ enum _Delay {
 
     /// `d * k`, saturating at "never" (`k` finite and not negative).
     static func scaled(_ d: Duration, by k: Double) -> Duration {
-        if d >= .seconds(neverSeconds) { return k == 0 ? .zero : .seconds(neverSeconds) }
-        let (s, atto) = d.components
-        let seconds = (Double(s) + Double(atto) / 1e18) * k
+        // `d / .seconds(1)`, not `components`: that traps on a duration
+        // longer than `Int64.max` seconds.
+        let seconds = (d / .seconds(1)) * k
         if !(seconds < Double(neverSeconds)) { return .seconds(neverSeconds) }
         return .nanoseconds(Int64(seconds * 1e9))
     }

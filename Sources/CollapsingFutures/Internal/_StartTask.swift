@@ -1,20 +1,23 @@
-/// Starts `operation` in a new Task exactly as `Task.init` does, and hands
-/// its outcome to `done` when it ends.
+/// Starts `operation` in a new Task as `Task.init` does, and hands its
+/// outcome to `done` in that task when it ends.
 ///
-/// `operation` goes to `Task.init` as it is: when it is isolated to an actor
-/// (it inherited the caller's, or names one), the task is enqueued on that
-/// actor directly, so tasks made in order there start in order, as with
-/// `Task { }`. A wrapper closure would lose that: its isolation is fixed
-/// where it is written (nonisolated here), so it would start on the global
-/// pool and hop, and tasks made in order on the main actor could start out
-/// of order. The outcome is read by a second, nonisolated task awaiting the
-/// first (with the same priority, so the bookkeeping does not lag behind). (Only for isolated operations would the wrapper do, but reading
-/// `operation.isolation` of a generic function crashes Swift 6.3's SILGen.)
+/// `isolation` is the caller's (its `#isolation`): the wrapper closure below
+/// uses it, which makes the closure isolated to it, so `Task.init` enqueues
+/// the task on the caller's actor directly, as it does for `Task { }`:
+/// tasks made in order there start in order. (A wrapper that did not use it
+/// would be nonisolated: it would start on the global pool and hop, and
+/// tasks made in order on the main actor could start out of order.) An
+/// operation that inherited the caller's actor then runs without a hop; one
+/// isolated elsewhere hops, as it would from `Task { }`.
 @discardableResult
-func _startTask<T: Sendable>(priority: TaskPriority?,
+func _startTask<T: Sendable>(isolation: isolated (any Actor)?, priority: TaskPriority?,
                              _ operation: sending @escaping @isolated(any) () async throws -> T,
                              done: @escaping @Sendable (Result<T, any Error>) -> Void) -> Task<T, any Error> {
-    let task = Task(priority: priority, operation: operation)
-    Task(priority: priority) { done(await task.result) }
-    return task
+    Task(priority: priority) {
+        _ = isolation   // isolates this closure to the caller's actor
+        let r: Result<T, any Error>
+        do { r = .success(try await operation()) } catch { r = .failure(error) }
+        done(r)
+        return try r.get()
+    }
 }
