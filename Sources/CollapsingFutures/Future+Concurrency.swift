@@ -36,8 +36,9 @@ extension Future {
     ///
     /// Like `Task.init`, `operation` inherits the caller's actor: written in
     /// a `@MainActor` type it runs on the main actor, and `[weak self]`
-    /// works; tasks made in order on an actor start there in that order. (Unlike `Task.init`, `self` is not captured implicitly: a
-    /// strong capture stays visible in the code.)
+    /// works; tasks made in order on an actor start there in that order.
+    /// (Unlike `Task.init`, `self` is not captured implicitly: a strong
+    /// capture stays visible in the code.)
     public convenience init(isolation: isolated (any Actor)? = #isolation,
                             @_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
         self.init()

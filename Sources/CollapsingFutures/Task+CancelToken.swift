@@ -22,13 +22,13 @@ extension Task where Failure == any Error {
     /// token becomes immortal it is discarded. Neither holds anything the
     /// operation captured after that. (The operation itself must not capture
     /// the owner of the token's source strongly, as with any Task.)
-    @discardableResult
     ///
     /// Like `Task.init`, `operation` inherits the caller's actor: in a
     /// `@MainActor` type it runs on the main actor and `[weak self]` works,
     /// and tasks made in order on an actor start there in that order.
     /// (Unlike `Task.init`, `self` is not captured implicitly, so a strong
     /// capture — the leak this initializer exists to avoid — stays visible.)
+    @discardableResult
     public init(isolation: isolated (any Actor)? = #isolation, until token: CancelToken, priority: TaskPriority? = nil,
                 @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Success) {
         let registration = _TaskRegistration()
