@@ -1,5 +1,6 @@
 // cf_platform.c — what differs between platforms, kept out of the lock-free
-// core (cf_core.c): which thread is the process's main thread.
+// core (cf_core.c): which thread is the process's main thread; and a debug
+// count of futures per thread for tests.
 #include "cf_core.h"
 
 #if defined(__APPLE__)
@@ -24,3 +25,6 @@ int cf_is_main_thread_compute(void) {
 #endif
     return cf_main_thread_cache == 1;
 }
+
+// Futures created minus freed on this thread (debug builds of the Swift layer).
+__thread long cf_debug_futures_alive;

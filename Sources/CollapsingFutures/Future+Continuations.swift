@@ -16,7 +16,7 @@ extension Future {
     @inlinable
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
-        let out = Future<U>()
+        let out = Future<U>(_unexposed: ())
         _chainStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             switch input._result {
@@ -31,12 +31,12 @@ extension Future {
     @inlinable
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>()
+        let out = Future<U>(_unexposed: ())
         _chainStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return nil }
             switch input._result {
             case .success(let v):
-                do { return try f(v) } catch { out._trySet(.failure(error)) }
+                do { return Unmanaged.passRetained(try f(v)) } catch { out._trySet(.failure(error)) }
             case .failure(let e): out._trySet(.failure(e))
             }
             return nil

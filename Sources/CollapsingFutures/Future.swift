@@ -45,6 +45,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// which fails once the target is deinitializing: a weak reference's
     /// semantics (cf_swift_runtime.h).
     @exclusivity(unchecked) @usableFromInline var _targetRef: UnsafeMutableRawPointer?
+    /// A `then` output: its step node is its only producer and never hands
+    /// it out, so when the step's caller returns it from another step's
+    /// function and nothing else holds it, it can be redirected into that
+    /// step's output instead of being flattened (`_redirect`). Free in size:
+    /// the object stays within the same malloc size class.
+    @usableFromInline let _unexposed: Bool
     #if DEBUG
     /// Debug builds: where the source that let this future become immortal
     /// was created. Written before the immortalizing settle (its full CAS
@@ -54,20 +60,41 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     @inlinable init() {
         _c = cf_future()
+        _unexposed = false
         cf_token_init(_tptr, 0)
+        #if DEBUG
+        cf_debug_futures_add(1)
+        #endif
+    }
+
+    /// A `then` step's output (see `_unexposed`).
+    @inlinable init(_unexposed: ()) {
+        _c = cf_future()
+        self._unexposed = true
+        cf_token_init(_tptr, 0)
+        #if DEBUG
+        cf_debug_futures_add(1)
+        #endif
     }
 
     @inlinable init(_result r: Result<Value, any Error>) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
+        _unexposed = false
         _store(r)
         cf_token_init(_tptr, _wCancelled)
+        #if DEBUG
+        cf_debug_futures_add(1)
+        #endif
     }
 
     deinit {
+        #if DEBUG
+        cf_debug_futures_add(-1)
+        #endif
         // The last reference is gone, so every write to the fields is visible.
         if let t = _targetRef { cf_unowned_release(t) }
         let w = _word
-        guard w & _wCancelled != 0 else { _settleAbandoned(_tptr, word: w); return }
+        guard w & _wCancelled != 0 else { _abandon(word: w); return }
         // Completed: a success value is stored exactly when there is no error.
         guard _error == nil else { return }
         if Self._inline {
@@ -75,6 +102,17 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         } else {
             _box.release()
         }
+    }
+
+    /// `deinit` of a future that did not complete: what is registered on it
+    /// is discarded (`_settleAbandoned`), and a redirected future nobody
+    /// completed makes the future it was redirected into immortal: its
+    /// completer is gone. The last reference is gone, so the claim word is
+    /// final.
+    @usableFromInline func _abandon(word w: UInt) {
+        _settleAbandoned(_tptr, word: w)
+        let c = cf_future_claim_load(_fptr)
+        if c >= UInt(CF_F_REDIRECT_MIN) { _ = Self._redirected(c)._immortalizeClaimed() }
     }
 
     // MARK: result storage
@@ -152,7 +190,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     @inlinable init(_immortal: ()) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
+        _unexposed = false
         cf_token_init(_tptr, _wImmortal)
+        #if DEBUG
+        cf_debug_futures_add(1)
+        #endif
     }
 
     @inlinable var _fptr: UnsafeMutablePointer<cf_future> {
@@ -185,7 +227,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             return _error == nil ? .succeeded : .failed
         }
         if w & _wImmortal != 0 { return .immortal }
-        return cf_future_claim_load(_fptr) == UInt(CF_F_FLATTENING) ? .flattening : .pending
+        // FLATTENING or AWAITING (set to a future redirected into it).
+        return cf_future_claim_load(_fptr) &- UInt(CF_F_FLATTENING) < 2 ? .flattening : .pending
     }
 
     /// Pending, flattening or immortal.
@@ -235,6 +278,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return ""
     }
 
+    #if DEBUG
+    /// Debug builds: futures created on the calling thread minus those freed
+    /// on it (tests on one thread count what a chain keeps alive).
+    @_spi(Testing) public static var _aliveOnThisThread: Int { cf_debug_futures_count() }
+    #endif
+
     /// Cancelled when the future completes; immortal if the future is.
     @inlinable public var completionToken: CancelToken { CancelToken(_owner: self) }
 
@@ -252,17 +301,39 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     @inlinable @discardableResult
     func _trySet(_ r: Result<Value, any Error>) -> Bool {
-        guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
-        _complete(r)
+        if cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
+            _complete(r)
+            return true
+        }
+        guard let t = _claimThrough() else { return false }
+        t._complete(r)
         return true
     }
 
     /// Claims the right to complete this future without completing it yet:
     /// for "cancel first, publish second" (claim, cancel the operation's
     /// token, then `_complete`), so nothing the cancel triggers can complete
-    /// it first.
+    /// it first. Not for `then` outputs, which may be redirected.
     @inlinable func _claim() -> Bool {
-        cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0
+        assert(!_unexposed, "_claim() does not follow redirections")
+        return cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0
+    }
+
+    /// A completer that lost the claim CAS: if this future was redirected
+    /// (`_redirect`) and nobody took its claim through yet, takes it
+    /// (-> THROUGH) and returns the future it was redirected into, whose
+    /// claim it now holds: the caller completes that one instead. Otherwise
+    /// nil (already claimed). Full CAS: acquires the AWAITING word the
+    /// redirection published.
+    @usableFromInline func _claimThrough() -> Future? {
+        let c = cf_future_claim_load(_fptr)
+        guard c >= UInt(CF_F_REDIRECT_MIN), cf_future_claim(_fptr, c, UInt(CF_F_THROUGH)) != 0 else { return nil }
+        return Self._redirected(c)
+    }
+
+    /// The future a redirection word holds, with the reference it held.
+    @inlinable static func _redirected(_ c: UInt) -> Future {
+        Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c)!).takeRetainedValue()
     }
 
     /// Only the claim holder (or the flattening forwarder) calls this.
@@ -289,38 +360,97 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// per set).
     @inlinable
     func _setFuture(_ other: Future) -> (set: Bool, steps: Int) {
-        _setFuture(other) { _FlattenNode(output: self, target: $0) }
+        _setFuture(other, redirecting: false) { _FlattenNode(output: $0, target: $1) }
     }
 
     /// `_setFuture`, with the forwarder registered on the end of the chain
-    /// built by `forwarder(end)` (a `_FlattenNode`, or a flatten step's own
-    /// node reused).
+    /// built by `forwarder(output, end)` (a `_FlattenNode`, or a flatten
+    /// step's own node reused). `output` is the future the claim was taken
+    /// for: this one, or the one it was redirected into. `redirecting`: the
+    /// caller holds `other` by the one reference a step function's result
+    /// is, so `_redirect` may count references (only `_FlatStepNode._run`).
     @inlinable @inline(__always)
-    func _setFuture(_ other: Future, forwarder: (Future) -> _Node) -> (set: Bool, steps: Int) {
-        if other === self { return (_tryImmortalize(), 0) }
+    func _setFuture(_ other: Future, redirecting: Bool,
+                    forwarder: (_ output: Future, _ end: Future) -> _Node) -> (set: Bool, steps: Int) {
+        if cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
+            return (true, _setClaimed(other, redirecting: redirecting, forwarder: forwarder))
+        }
+        guard let t = _claimThrough() else { return (false, 0) }
+        return (true, t._setClaimed(other, redirecting: redirecting, forwarder: forwarder))
+    }
+
+    /// The claim holder's half of `_setFuture`: this future (CLAIMED or
+    /// AWAITING: ours) takes on `other`'s outcome. Returns the flattening
+    /// targets walked.
+    @inlinable @inline(__always)
+    func _setClaimed(_ other: Future, redirecting: Bool, forwarder: (_ output: Future, _ end: Future) -> _Node) -> Int {
+        if other === self { _ = _immortalizeClaimed(); return 0 }
         let w = other._word
         if w & _wCancelled != 0 {
-            guard _claim() else { return (false, 0) }
             _complete(copying: other)
-            return (true, 0)
+            return 0
         }
-        if w & _wImmortal != 0 { return (_tryImmortalize(), 0) }
-        guard cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return (false, 0) }
+        if w & _wImmortal != 0 { _ = _immortalizeClaimed(); return 0 }
+        // Not `a && b`: its autoclosure would capture `other`, one more
+        // reference for `_redirect` to count (in debug builds).
+        if redirecting, w == 0, other._unexposed, _redirect(other) { return 0 }
         // Target the end of `other`'s chain as it is now, not `other`: the
         // targets between them never change once published, so the end's
         // outcome is `other`'s, and a chain built outwards (each new future
         // set to the previous one) walks one step per set, not the chain.
         let (start, before) = _walk(from: other)
-        guard let start else { return (_immortalizeClaimed(), before) }
+        guard let start else { _ = _immortalizeClaimed(); return before }
         _publishTarget(start)
         // Publish-then-walk: full CAS, so of two threads closing a cycle at
         // once at least the later one sees the other's link in its walk
         // (store-buffering: the walk's loads must not pass this store).
-        cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_FLATTENING))
+        // From CLAIMED or AWAITING: only the claim holder (us) writes the
+        // word now, so the value loaded is the one to replace.
+        cf_future_claim(_fptr, cf_future_claim_load(_fptr), UInt(CF_F_FLATTENING))
         let (end, after) = _walk(from: start)
-        guard let end else { return (_immortalizeClaimed(), before + after) }
-        _ = _register(end, forwarder(end))
-        return (true, before + after)
+        guard let end else { _ = _immortalizeClaimed(); return before + after }
+        _ = _register(end, forwarder(self, end))
+        return before + after
+    }
+
+    /// Redirects `other` into this future (claimed by the caller) instead
+    /// of flattening into it: from now on whoever completes `other` takes
+    /// our claim through it and completes us (`_claimThrough`); if `other`
+    /// dies unset, we become immortal (`_abandon`). No forwarder is
+    /// registered and `other` holds nothing of ours but one reference, so
+    /// `other` is freed as soon as its producer is done with it: a
+    /// tail-recursive flatten chain (a retry loop returning the next `then`)
+    /// keeps the outermost future and the current step, not a future and a
+    /// forwarder per level.
+    ///
+    /// Only when nobody else can observe `other`: a `then` output
+    /// (`_unexposed`: its step node never hands it out), unset, with nothing
+    /// registered on it, and referenced exactly twice — by its step node and
+    /// by the caller's step-function result — with no weak or unowned
+    /// reference (cf_held_only_by). A third holder could read its state or
+    /// register on it later, and it would never complete. Nobody but those
+    /// two can create a reference, so the counts cannot grow meanwhile; a
+    /// producer that dropped its reference can no longer complete `other`,
+    /// which then behaves the same redirected or not (pending until it dies,
+    /// then immortal, and so are we).
+    @usableFromInline func _redirect(_ other: Future) -> Bool {
+        // (No closure around the count: capturing `other` would be a third
+        // reference. `other` is used below, so it is alive here.)
+        guard cf_future_claim_load(other._fptr) == UInt(CF_F_UNSET),
+              cf_held_only_by(Unmanaged.passUnretained(other).toOpaque(), 2) != 0 else { return false }
+        // Reported flattening from now on. We hold our claim, so nobody else
+        // writes the word; full CAS, published by the redirection below.
+        if cf_future_claim_load(_fptr) == UInt(CF_F_CLAIMED) {
+            cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_AWAITING))
+        }
+        // The redirection word holds a reference to us, taken by its
+        // completer (THROUGH) or released by `other`'s `_abandon`. Full CAS:
+        // its winner sees our AWAITING word. It fails if `other`'s producer
+        // claimed it meanwhile: then we flatten into it as usual.
+        let me = Unmanaged.passRetained(self).toOpaque()
+        if cf_future_claim(other._fptr, UInt(CF_F_UNSET), UInt(bitPattern: me)) != 0 { return true }
+        Unmanaged<Future>.fromOpaque(me).release()
+        return false
     }
 
     /// Records `target` as ours (the claim holder, once, before publishing

@@ -789,3 +789,115 @@ func drop<T>(_ x: inout T?) { x = nil }
 func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
     future.thenDo { _ in object.touch() }
 }
+
+/// A continuation that returns another continuation's output, which nobody
+/// else holds (tail-recursive retry code): the lock-free version redirects
+/// that output into its own instead of flattening (Future._redirect), so
+/// these pin the behaviour a user sees either way.
+@Suite struct ReturnedContinuationOutputs {
+    final class Box<T>: @unchecked Sendable { var value: T?; init() {} }
+
+    @Test func aTailRecursiveChainTakesTheInnermostFailure() {
+        final class Steps: @unchecked Sendable { var pending: [FutureSource<Void>] = [] }
+        let steps = Steps()
+        @Sendable func loop(_ n: Int) -> Future<Int> {
+            if n == 0 { return .failed(Boom()) }
+            let s = FutureSource<Void>()
+            steps.pending.append(s)
+            return s.future.then { (_: Void) -> Future<Int> in loop(n - 1) }
+        }
+        let f = loop(1_000)
+        #expect(f.state == .pending)
+        steps.pending.popLast()!.trySetResult()
+        #expect(f.state == .flattening)
+        while let s = steps.pending.popLast() { s.trySetResult() }
+        #expect(f.forceGetFailure() is Boom)
+    }
+
+    @Test func aTailRecursiveChainWhoseInnerInputDiesIsImmortalAndFreesItsHandlers() {
+        let deinits = Counter()
+        final class Steps: @unchecked Sendable { var pending: [FutureSource<Void>] = [] }
+        let steps = Steps()
+        @Sendable func loop(_ n: Int) -> Future<Int> {
+            let s = FutureSource<Void>()
+            steps.pending.append(s)
+            return s.future.then { (_: Void) -> Future<Int> in loop(n - 1) }
+        }
+        let f = loop(100)
+        thenDoHolding(Tracked(deinits), on: f)
+        for _ in 0..<10 { steps.pending.removeLast().trySetResult() }   // ten levels deep
+        #expect(f.state == .flattening)
+        #expect(deinits.value == 0)
+        steps.pending.removeAll()                                        // the pending level's source dies
+        #expect(f.state == .immortal)
+        #expect(deinits.value == 1)
+    }
+
+    @Test func aReturnedContinuationStoppedByItsUnlessFailsTheOuterWithCancellation() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>(), stop = CancelTokenSource()
+        let f = a.future.then { (_: Int) -> Future<Int> in b.future.then(unless: stop.token) { $0 + 1 } }
+        a.trySetResult(0)
+        #expect(f.state == .flattening)
+        stop.cancel()
+        #expect(f.hasFailedWithCancel)
+        b.trySetResult(1)
+        #expect(f.hasFailedWithCancel)
+    }
+
+    @Test func aReturnedContinuationTheFunctionAlsoKeptCompletesBoth() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        let kept = Box<Future<Int>>()
+        let f = a.future.then { (_: Int) -> Future<Int> in
+            let inner = b.future.then { $0 + 1 }
+            kept.value = inner
+            return inner
+        }
+        a.trySetResult(0)
+        #expect(kept.value!.state == .pending)
+        b.trySetResult(1)
+        #expect(kept.value!.forceGetResult() == 2)
+        #expect(f.forceGetResult() == 2)
+    }
+
+    @Test func aReturnedContinuationWithAHandlerStillRunsIt() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        let ran = Counter()
+        let f = a.future.then { (_: Int) -> Future<Int> in
+            let inner = b.future.then { $0 + 1 }
+            inner.thenDo { if $0 == 2 { ran.increment() } }
+            return inner
+        }
+        a.trySetResult(0)
+        b.trySetResult(1)
+        #expect(ran.value == 1)
+        #expect(f.forceGetResult() == 2)
+    }
+
+    @Test func aReturnedContinuationWhoseFunctionReturnsTheOuterIsACycle() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        let outer = Box<Future<Int>>()
+        let deinits = Counter()
+        let f = a.future.then { (_: Int) -> Future<Int> in
+            b.future.then { (_: Int) -> Future<Int> in outer.value! }
+        }
+        outer.value = f
+        thenDoHolding(Tracked(deinits), on: f)
+        a.trySetResult(0)
+        b.trySetResult(1)
+        #expect(f.state == .immortal)
+        #expect(deinits.value == 1)
+        outer.value = nil
+    }
+
+    /// The returned continuation's input completes on another thread while
+    /// the outer continuation is returning it (the redirection races its
+    /// producer's claim).
+    @Test func aReturnedContinuationCompletedConcurrentlyIsNeverLost() {
+        for round in 0..<2_000 {
+            let a = FutureSource<Int>(), b = FutureSource<Int>()
+            let f = a.future.then { (_: Int) -> Future<Int> in b.future.then { $0 + 1 }.then { $0 * 2 } }
+            onThreads(2) { t in if t == 0 { a.trySetResult(0) } else { b.trySetResult(round) } }
+            #expect(f.result.flatMap { try? $0.get() } == (round + 1) * 2)
+        }
+    }
+}

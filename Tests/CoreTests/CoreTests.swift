@@ -202,3 +202,67 @@ import Dispatch
         for f in [a.future, b.future, c.future, d.future] { #expect(f.state == .immortal) }
     }
 }
+
+/// A tail-recursive flatten chain (retry code returning the next `then`):
+/// each level's output is redirected into the outermost future instead of
+/// being kept by a forwarder (Future._redirect), so the chain keeps a
+/// constant number of futures, counted (debug builds count futures per
+/// thread; the chain runs on this thread alone).
+@Suite struct TailRecursiveChainsKeepNothingPerLevel {
+    final class Steps: @unchecked Sendable {
+        var pending: [FutureSource<Void>] = []
+        var aliveAtInnermost = 0
+    }
+
+    @Test func aHundredThousandLevelsKeepAConstantNumberOfFutures() {
+        let steps = Steps()
+        let depth = 100_000
+        let before = Future<Int>._aliveOnThisThread
+        @Sendable func loop(_ n: Int) -> Future<Int> {
+            if n == 0 {
+                steps.aliveAtInnermost = Future<Int>._aliveOnThisThread
+                return .succeeded(depth)
+            }
+            let s = FutureSource<Void>()
+            steps.pending.append(s)
+            return s.future.then { (_: Void) -> Future<Int> in loop(n - 1) }
+        }
+        var f: Future<Int>? = loop(depth)
+        while let s = steps.pending.popLast() { s.trySetResult() }
+        #expect(f!.forceGetResult() == depth)
+        // The outermost future, the source futures of the level running and
+        // the one it created, their outputs: a handful, not one per level
+        // (it was two futures and a node per level).
+        let kept = steps.aliveAtInnermost - before
+        print("tail-recursive chain \(depth) deep: \(kept) futures alive at the innermost level")
+        #expect(kept <= 8)
+        f = nil
+        #expect(Future<Int>._aliveOnThisThread == before)
+    }
+
+    /// The same chain with an output the function also keeps: that one is
+    /// observable, so it is flattened as before (a forwarder per level
+    /// keeps it), and it completes.
+    @Test func anOutputSomeoneElseHoldsIsFlattenedAndCompletes() {
+        let steps = Steps()
+        final class Kept: @unchecked Sendable { var outputs: [Future<Int>] = [] }
+        let kept = Kept()
+        let before = Future<Int>._aliveOnThisThread
+        @Sendable func loop(_ n: Int) -> Future<Int> {
+            if n == 0 {
+                steps.aliveAtInnermost = Future<Int>._aliveOnThisThread
+                return .succeeded(7)
+            }
+            let s = FutureSource<Void>()
+            steps.pending.append(s)
+            let out = s.future.then { (_: Void) -> Future<Int> in loop(n - 1) }
+            kept.outputs.append(out)
+            return out
+        }
+        let f = loop(1_000)
+        while let s = steps.pending.popLast() { s.trySetResult() }
+        #expect(steps.aliveAtInnermost - before >= 1_000)
+        #expect(f.forceGetResult() == 7)
+        #expect(kept.outputs.allSatisfy { $0.forceGetResult() == 7 })
+    }
+}

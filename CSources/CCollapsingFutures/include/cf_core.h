@@ -116,7 +116,30 @@ enum {
     CF_W_TAGS = 15,
 };
 enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
-enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2 };
+/// The claim word of a future (cf_future.claim):
+///   CF_F_UNSET       nobody may set it yet; the first claimer wins.
+///   CF_F_CLAIMED     its claimer will complete it (or set it to a future).
+///   CF_F_FLATTENING  its claimer set it to a pending future (the target,
+///                    published before this value) and a forwarder on that
+///                    target's chain will complete it.
+///   CF_F_AWAITING    its claimer set it to an unexposed pending future (a
+///                    `then` output nothing else could see) and redirected
+///                    that one into it: whoever completes the redirected
+///                    future completes this one. Reported as flattening; for
+///                    cycle walkers it is the end of a chain, like CLAIMED.
+///   CF_F_THROUGH     a redirected future whose completer took the claim
+///                    through to the future it was redirected into; this
+///                    one never completes (nothing can observe it).
+///   pointer (>= CF_F_REDIRECT_MIN, 16-byte aligned, retained)
+///                    an unexposed future redirected into the AWAITING (or
+///                    CLAIMED) future at that address, whose claim it holds.
+///                    Its completer CASes it to THROUGH and completes that
+///                    future instead; if it dies unset, that future becomes
+///                    immortal. So a tail-recursive flatten chain keeps no
+///                    future per level (Future._redirect in the Swift layer).
+/// The word never returns to UNSET.
+enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2, CF_F_AWAITING = 3, CF_F_THROUGH = 4,
+       CF_F_REDIRECT_MIN = 16 };
 
 /// cf_token_register results.
 enum { CF_REG_ADDED = 0, CF_REG_CANCELLED = 1, CF_REG_IMMORTAL = 2 };
@@ -205,7 +228,9 @@ size_t cf_token_debug_count_live(cf_token *t);
 /// Future claim word. Any thread.
 /// CAS with full ordering: the winner may then write the result; the full
 /// fence on FLATTENING publication makes cycle detection see every other
-/// publication that preceded it (store-buffering safe).
+/// publication that preceded it (store-buffering safe); a redirection (a
+/// pointer) publishes the AWAITING word written before it, and taking it
+/// THROUGH acquires that.
 int cf_future_claim(cf_future *f, uintptr_t expected, uintptr_t desired);
 uintptr_t cf_future_claim_load(const cf_future *f);
 
@@ -214,6 +239,13 @@ uintptr_t cf_future_claim_load(const cf_future *f);
 extern __thread int cf_main_thread_cache;
 /// Computes and caches this thread's answer (cf_platform.c).
 int cf_is_main_thread_compute(void);
+
+/// Debug builds of the Swift layer: futures created on this thread minus
+/// futures freed on it (cf_platform.c), so a test run on one thread can
+/// count the futures a chain keeps alive. Thread-local, so no atomics.
+extern __thread long cf_debug_futures_alive;
+static inline void cf_debug_futures_add(long delta) { cf_debug_futures_alive += delta; }
+static inline long cf_debug_futures_count(void) { return cf_debug_futures_alive; }
 
 /// 1 on the process's main thread, cached per thread (cf_platform.c:
 /// pthread_main_np() on Darwin, gettid() == getpid() on Linux). Inline: the

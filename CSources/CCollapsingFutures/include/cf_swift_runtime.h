@@ -1,4 +1,4 @@
-// cf_swift_runtime.h — three entry points of the Swift runtime (libswiftCore,
+// cf_swift_runtime.h — entry points of the Swift runtime (libswiftCore,
 // exported on every platform Swift supports) that the Swift layer needs and
 // the language does not spell: a reference that keeps an object's memory
 // without keeping it alive, and a retain that fails on an object already
@@ -12,6 +12,10 @@
 // its deinit), so the target's memory stays valid while the walker can reach
 // it; the walker takes a strong reference with swift_tryRetain, which fails
 // once the target's strong count has reached zero.
+//
+// And the reference counts (swift_retainCount and its unowned and weak
+// kin, what the standard library's `_getRetainCount` calls), to tell a
+// future nobody else can observe (cf_held_only_by).
 #ifndef CF_SWIFT_RUNTIME_H
 #define CF_SWIFT_RUNTIME_H
 
@@ -39,6 +43,23 @@ static inline void cf_unowned_release(void *object) { swift_unownedRelease(objec
 /// deinitialized (returns 0, nothing retained). The object's memory must be
 /// valid (an unowned count held). Any thread.
 static inline int cf_try_retain(void *object) { return swift_tryRetain(object) != NULL; }
+
+size_t swift_retainCount(void *object);
+size_t swift_unownedRetainCount(void *object);
+size_t swift_weakRetainCount(void *object);
+
+/// Whether exactly `strong` strong references to `object` exist and no
+/// unowned or weak one (the runtime counts 1 for each kind when there are
+/// none: the strong references together hold one unowned reference, and
+/// one weak reference once a side table exists). Used by
+/// `Future._redirect`: a `then` output held only by its step node and by
+/// the step's caller cannot be observed by anyone else. Relaxed loads:
+/// nobody can add a reference to such an object except those two holders,
+/// so no count can grow behind the caller's back. Any thread.
+static inline int cf_held_only_by(void *object, size_t strong) {
+    return swift_retainCount(object) == strong && swift_unownedRetainCount(object) == 1
+        && swift_weakRetainCount(object) == 1;
+}
 
 #ifdef __cplusplus
 }

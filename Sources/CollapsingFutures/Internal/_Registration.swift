@@ -170,7 +170,7 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
 func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                       _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
                       _ step: @escaping _FlatStepNode<A, R>.Step) {
-    _chainStepMeeting(input, queue, unless, output, run: { if let inner = step(input, f, output, $0) { output._trySetFuture(inner) } },
+    _chainStepMeeting(input, queue, unless, output, run: { if let inner = step(input, f, output, $0) { output._trySetFuture(inner.takeRetainedValue()) } },
                       node: { _FlatStepNode(input, f, output, step) })
 }
 
@@ -246,16 +246,27 @@ func _failOnUnless(_ output: AnyObject, _ unlessOwner: AnyObject?) {
     _ = CancelToken(_owner: uo)._add(_ContinuationNode(output: output) { _ in out._failCancelled() }, unless: .immortal)
 }
 
-/// Claims an unset future and makes it immortal (non-generic: C only).
+/// Claims an unset future and makes it immortal (non-generic: C only); a
+/// redirected one (`Future._redirect`) makes the future it was redirected
+/// into immortal, taking the claim through it.
 @usableFromInline
 func _tryImmortalizeFuture(_ f: AnyObject) -> Bool {
     let p = _getUnsafePointerToStoredProperties(f).assumingMemoryBound(to: cf_future.self)
     // The claim word never returns to UNSET, so a future seen claimed cannot
     // be claimed here: the common case (a source dying after it set its
     // future) costs a load, not a failing CAS.
-    guard cf_future_claim_load(p) == UInt(CF_F_UNSET),
-          cf_future_claim(p, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 else { return false }
-    cf_token_settle(_tokenPtr(f), _wImmortal)
+    var c = cf_future_claim_load(p)
+    if c == UInt(CF_F_UNSET) {
+        if cf_future_claim(p, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
+            cf_token_settle(_tokenPtr(f), _wImmortal)
+            return true
+        }
+        c = cf_future_claim_load(p)
+    }
+    // As `Future._claimThrough`: the word's reference to the target is ours.
+    guard c >= UInt(CF_F_REDIRECT_MIN), cf_future_claim(p, c, UInt(CF_F_THROUGH)) != 0 else { return false }
+    let target = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: c)!).takeRetainedValue()
+    cf_token_settle(_tokenPtr(target), _wImmortal)
     return true
 }
 

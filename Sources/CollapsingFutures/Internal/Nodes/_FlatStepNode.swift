@@ -15,9 +15,11 @@ import CCollapsingFutures
 @usableFromInline
 final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
     /// `ok` true: the input completed; false: `unless` was cancelled first.
-    /// Returns the future `f` returned, for `output` to take on; nil when
-    /// the step completed `output` itself.
-    @usableFromInline typealias Step = (_ input: Future<A>, _ f: (A) throws -> Future<R>, _ output: Future<R>, _ ok: Bool) -> Future<R>?
+    /// Returns the future `f` returned, for `output` to take on, as the
+    /// reference `f` returned (unmanaged, so that no copy of it is held
+    /// anywhere: `_run` counts references); nil when the step completed
+    /// `output` itself.
+    @usableFromInline typealias Step = (_ input: Future<A>, _ f: (A) throws -> Future<R>, _ output: Future<R>, _ ok: Bool) -> Unmanaged<Future<R>>?
 
     /// The input (a `Future<A>`) in the step phase; in the forwarder phase
     /// (`step` nil) the end of the chain `output` takes on (a `Future<R>`).
@@ -60,10 +62,16 @@ final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable 
         if let (o, t) = _takeForwarder() {
             o._complete(copying: t)
         } else if let (s, i, f, o) = _takeAll(), let inner = s(i, f, o, true) {
+            // `inner` is the one reference the function's result is, dead
+            // after this call (this method is not inlinable into other
+            // code): `o` may redirect it (`Future._redirect`). The output a
+            // forwarder completes is `o`, or the future `o` was redirected
+            // into.
+            let inner = inner.takeRetainedValue()
             if _hadUnlessLink {
-                o._trySetFuture(inner)
+                _ = o._setFuture(inner, redirecting: true) { _FlattenNode(output: $0, target: $1) }
             } else {
-                _ = o._setFuture(inner) { self._becomeForwarder(output: o, target: $0) }
+                _ = o._setFuture(inner, redirecting: true) { self._becomeForwarder(output: $0, target: $1) }
             }
         }
     }
