@@ -87,6 +87,11 @@ enum CombinatorRecord {
     /// The collapsing `then`: `out` takes on pool future `b` once `a`
     /// succeeds; `unless` is a token index, or nil; `ran` counts calls.
     case flatThen(a: Int, b: Int, unless: Int?, ran: Cell, out: Future<Int>)
+    /// The collapsing `then` returning a fresh collapsing `then` of pool
+    /// future `b` that returns a fresh `then` of pool future `c`: outputs
+    /// nobody else holds, which the lock-free version redirects into `out`
+    /// (a chain of two: the claim is taken through twice).
+    case flatThenFresh(a: Int, b: Int, c: Int, unless: Int?, ran: Cell, out: Future<Int>)
 }
 
 /// Interprets one program. Throws `FuzzFailure` on a violated invariant.
@@ -227,6 +232,17 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                     let won = s.trySetResult(futures[fj])
                     flattenLog.withLock { $0.append((fi, fj, won)) }
                 }
+            case 9 where variant == 1 && a & 128 != 0:  // collapsing then, returning fresh thens (redirected)
+                let fi = a % nFutures, fj = (b >> 4) % nFutures, fk = (a >> 3) % nFutures
+                let ran = Cell(0)
+                let cap = Captured(d)
+                let unless: Int? = b & 1 == 1 ? (b >> 1) % nTokens : nil
+                let inner = futures[fj], innermost = futures[fk]
+                let out = futures[fi].then(unless: unless.map { tokensC[$0] } ?? .immortal) { (_: Int) -> Future<Int> in
+                    _ = cap; ran.add()
+                    return inner.then { (_: Int) -> Future<Int> in innermost.then { $0 } }
+                }
+                combinatorLog.withLock { $0.append(.flatThenFresh(a: fi, b: fj, c: fk, unless: unless, ran: ran, out: out)) }
             case 9 where variant == 1:  // collapsing then, returning another pool future
                 let fi = a % nFutures, fj = (b >> 4) % nFutures
                 let ran = Cell(0)
@@ -460,6 +476,27 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
             case .failed: if !out.hasFailed || runs != 0 { throw fail("collapsing then \(out) of \(fa)") }
             case .immortal: if out.state != .immortal || runs != 0 { throw fail("collapsing then \(out) of an immortal future") }
             case .pending, .flattening: throw fail("pool future \(fa) still \(fa.state)")
+            }
+        case let .flatThenFresh(a, b, c, u, ran, out):
+            let fa = futures[a], fb = futures[b], fc = futures[c], runs = ran.load()
+            if runs > 1 { throw fail("collapsing then ran \(runs) times") }
+            if out.state == .pending || out.state == .flattening { throw fail("collapsing then still \(out.state) with settled inputs \(fa), \(fb), \(fc)") }
+            if runs == 0, let u, out.hasFailedWithCancel {
+                if !tokens[u].isCancelled { throw fail("collapsing then(unless:) failed with cancel but its unless is \(tokens[u].state)") }
+                continue
+            }
+            // What `out` takes on: fa's failure or immortality, else fb's,
+            // else fc's outcome.
+            let decisive = fa.state != .succeeded ? fa : fb.state != .succeeded ? fb : fc
+            if (fa.state == .succeeded) != (runs == 1) { throw fail("collapsing then of \(fa) ran \(runs) times, output \(out)") }
+            switch decisive.state {
+            case .succeeded:
+                if !out.hasResult || value(out) != value(decisive) { throw fail("collapsing then \(out) does not follow \(fa), \(fb), \(fc)") }
+            case .failed:
+                if !out.hasFailed { throw fail("collapsing then \(out) does not fail with \(fa), \(fb), \(fc)") }
+            case .immortal:
+                if out.state != .immortal { throw fail("collapsing then \(out) of immortal \(fa), \(fb), \(fc)") }
+            case .pending, .flattening: throw fail("pool future \(decisive) still \(decisive.state)")
             }
         }
     }
