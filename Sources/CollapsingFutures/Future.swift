@@ -436,8 +436,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @usableFromInline func _redirect(_ other: Future) -> Bool {
         // (No closure around the count: capturing `other` would be a third
         // reference. `other` is used below, so it is alive here.)
+        // The token word again, after the count: a holder that registered
+        // on `other` and let go before the count is seen here (the fence in
+        // cf_held_only_by), and no one can register after it.
         guard cf_future_claim_load(other._fptr) == UInt(CF_F_UNSET),
-              cf_held_only_by(Unmanaged.passUnretained(other).toOpaque(), 2) != 0 else { return false }
+              cf_held_only_by(Unmanaged.passUnretained(other).toOpaque(), 2) != 0,
+              other._word == 0 else { return false }
         // Reported flattening from now on. We hold our claim, so nobody else
         // writes the word; full CAS, published by the redirection below.
         if cf_future_claim_load(_fptr) == UInt(CF_F_CLAIMED) {

@@ -889,6 +889,92 @@ func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
         outer.value = nil
     }
 
+    @Test func aReturnedContinuationOnAQueueOrThrowingOrUnderAnUnlessStillDecides() {
+        let q = DispatchQueue(label: "returned")
+        let a = FutureSource<Int>(), b = FutureSource<Int>(), u = CancelTokenSource()
+        let onQueue = a.future.then { (_: Int) -> Future<Int> in b.future.then(on: q) { $0 + 1 } }
+        let throwing = a.future.then { (_: Int) -> Future<Int> in b.future.then { (_: Int) throws -> Int in throw Boom() } }
+        let underUnless = a.future.then(unless: u.token) { (_: Int) -> Future<Int> in b.future.then { $0 * 3 } }
+        a.trySetResult(0)
+        b.trySetResult(2)
+        #expect(eventually { onQueue.result.flatMap { try? $0.get() } == 3 })
+        #expect(throwing.forceGetFailure() is Boom)
+        #expect(underUnless.forceGetResult() == 6)
+        u.cancel()
+        #expect(underUnless.forceGetResult() == 6)
+    }
+
+    /// The returned continuation's input becomes immortal while its `unless`
+    /// can still fire: that `unless` decides the outer future, then or never.
+    @Test func aReturnedContinuationOfAnImmortalInputFollowsItsUnless() {
+        let a = FutureSource<Int>(), stop = CancelTokenSource()
+        var b: FutureSource<Int>? = FutureSource<Int>()
+        var never: CancelTokenSource? = CancelTokenSource()
+        let bf = b!.future
+        let nf = never!.token
+        let cancelled = a.future.then { (_: Int) -> Future<Int> in bf.then(unless: stop.token) { $0 } }
+        let immortal = a.future.then { (_: Int) -> Future<Int> in bf.then(unless: nf) { $0 } }
+        a.trySetResult(0)
+        drop(&b)
+        #expect(cancelled.state == .flattening)
+        #expect(immortal.state == .flattening)
+        stop.cancel()
+        drop(&never)
+        #expect(cancelled.hasFailedWithCancel)
+        #expect(immortal.state == .immortal)
+    }
+
+    /// The returned continuation's input dies on another thread while the
+    /// outer continuation returns it: the outer future is immortal, and
+    /// frees its handler, whichever comes first.
+    @Test func aReturnedContinuationWhoseInputDiesConcurrentlyIsImmortal() {
+        let deinits = Counter()
+        for _ in 0..<1_000 {
+            final class Holder: @unchecked Sendable { var b: FutureSource<Int>? = FutureSource<Int>() }
+            let a = FutureSource<Int>(), h = Holder()
+            let bf = h.b!.future
+            let f = a.future.then { (_: Int) -> Future<Int> in bf.then { $0 } }
+            thenDoHolding(Tracked(deinits), on: f)
+            onThreads(2) { t in if t == 0 { a.trySetResult(0) } else { h.b = nil } }
+            #expect(f.state == .immortal)
+        }
+        #expect(deinits.value == 1_000)
+    }
+
+    /// Someone the function handed the returned continuation to registers
+    /// on it from another thread and lets go, racing the return: its
+    /// handler still runs.
+    @Test func aHandlerRegisteredFromAnotherThreadOnTheReturnedContinuationRuns() {
+        final class Handoff: @unchecked Sendable {
+            let lock = NSLock()
+            var inner: Future<Int>?
+            func put(_ f: Future<Int>) { lock.lock(); inner = f; lock.unlock() }
+            func take() -> Future<Int>? { lock.lock(); defer { inner = nil; lock.unlock() }; return inner }
+        }
+        for _ in 0..<500 {
+            let a = FutureSource<Int>(), b = FutureSource<Int>(), h = Handoff()
+            let ran = Counter()
+            let f = a.future.then { (_: Int) -> Future<Int> in
+                let inner = b.future.then { $0 + 1 }
+                h.put(inner)
+                return inner
+            }
+            onThreads(2) { t in
+                if t == 0 {
+                    a.trySetResult(0)
+                } else {
+                    var inner: Future<Int>? = nil
+                    while inner == nil { inner = h.take() }   // the step runs in thread 0's set
+                    inner!.thenDo { if $0 == 2 { ran.increment() } }
+                    inner = nil
+                }
+            }
+            b.trySetResult(1)
+            #expect(ran.value == 1)
+            #expect(f.forceGetResult() == 2)
+        }
+    }
+
     /// The returned continuation's input completes on another thread while
     /// the outer continuation is returning it (the redirection races its
     /// producer's claim).

@@ -53,12 +53,18 @@ size_t swift_weakRetainCount(void *object);
 /// none: the strong references together hold one unowned reference, and
 /// one weak reference once a side table exists). Used by
 /// `Future._redirect`: a `then` output held only by its step node and by
-/// the step's caller cannot be observed by anyone else. Relaxed loads:
-/// nobody can add a reference to such an object except those two holders,
-/// so no count can grow behind the caller's back. Any thread.
+/// the step's caller cannot be observed by anyone else. The runtime reads
+/// the counts relaxed; the acquire fence after the strong count pairs with
+/// the release decrement of every holder that let go, so what a holder did
+/// before letting go (keeping a weak reference, registering a handler: the
+/// caller re-reads the token word after this) is visible to the loads that
+/// follow. Once the strong count is `strong`, nobody but those two holders
+/// can add a reference, so no count can grow behind the caller's back.
+/// Any thread.
 static inline int cf_held_only_by(void *object, size_t strong) {
-    return swift_retainCount(object) == strong && swift_unownedRetainCount(object) == 1
-        && swift_weakRetainCount(object) == 1;
+    if (swift_retainCount(object) != strong) return 0;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return swift_unownedRetainCount(object) == 1 && swift_weakRetainCount(object) == 1;
 }
 
 #ifdef __cplusplus
