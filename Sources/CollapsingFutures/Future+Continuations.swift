@@ -16,7 +16,7 @@ extension Future {
     @inlinable
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
-        let out = Future<U>(_unexposed: ())
+        let out = Future<U>(_unexposed: true)
         _chainStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             switch input._result {
@@ -31,7 +31,7 @@ extension Future {
     @inlinable
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>(_unexposed: ())
+        let out = Future<U>(_unexposed: true)
         _chainStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return nil }
             switch input._result {

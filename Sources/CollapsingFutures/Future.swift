@@ -58,19 +58,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @exclusivity(unchecked) var _immortalSite: String?
     #endif
 
-    @inlinable init() {
+    /// A pending future; `_unexposed` for a `then` step's output.
+    @inlinable init(_unexposed: Bool = false) {
         _c = cf_future()
-        _unexposed = false
-        cf_token_init(_tptr, 0)
-        #if DEBUG
-        cf_debug_futures_add(1)
-        #endif
-    }
-
-    /// A `then` step's output (see `_unexposed`).
-    @inlinable init(_unexposed: ()) {
-        _c = cf_future()
-        self._unexposed = true
+        self._unexposed = _unexposed
         cf_token_init(_tptr, 0)
         #if DEBUG
         cf_debug_futures_add(1)
@@ -112,7 +103,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @usableFromInline func _abandon(word w: UInt) {
         _settleAbandoned(_tptr, word: w)
         let c = cf_future_claim_load(_fptr)
-        if c >= UInt(CF_F_REDIRECT_MIN) { _ = Self._redirected(c)._immortalizeClaimed() }
+        if c >= UInt(CF_F_REDIRECT_MIN) {
+            _ = Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c)!).takeRetainedValue()._immortalizeClaimed()
+        }
     }
 
     // MARK: result storage
@@ -319,21 +312,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0
     }
 
-    /// A completer that lost the claim CAS: if this future was redirected
-    /// (`_redirect`) and nobody took its claim through yet, takes it
-    /// (-> THROUGH) and returns the future it was redirected into, whose
-    /// claim it now holds: the caller completes that one instead. Otherwise
-    /// nil (already claimed). Full CAS: acquires the AWAITING word the
-    /// redirection published.
+    /// A completer that lost the claim CAS: the future this one was
+    /// redirected into, whose claim the caller now holds and which it
+    /// completes instead (`_takeClaimThrough`); nil if already claimed.
     @usableFromInline func _claimThrough() -> Future? {
-        let c = cf_future_claim_load(_fptr)
-        guard c >= UInt(CF_F_REDIRECT_MIN), cf_future_claim(_fptr, c, UInt(CF_F_THROUGH)) != 0 else { return nil }
-        return Self._redirected(c)
-    }
-
-    /// The future a redirection word holds, with the reference it held.
-    @inlinable static func _redirected(_ c: UInt) -> Future {
-        Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c)!).takeRetainedValue()
+        _takeClaimThrough(_fptr).map { Unmanaged<Future>.fromOpaque($0).takeRetainedValue() }
     }
 
     /// Only the claim holder (or the flattening forwarder) calls this.

@@ -254,20 +254,28 @@ func _tryImmortalizeFuture(_ f: AnyObject) -> Bool {
     let p = _getUnsafePointerToStoredProperties(f).assumingMemoryBound(to: cf_future.self)
     // The claim word never returns to UNSET, so a future seen claimed cannot
     // be claimed here: the common case (a source dying after it set its
-    // future) costs a load, not a failing CAS.
-    var c = cf_future_claim_load(p)
-    if c == UInt(CF_F_UNSET) {
-        if cf_future_claim(p, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
-            cf_token_settle(_tokenPtr(f), _wImmortal)
-            return true
-        }
-        c = cf_future_claim_load(p)
+    // future) costs two loads (this one and `_takeClaimThrough`'s), not a
+    // failing CAS.
+    if cf_future_claim_load(p) == UInt(CF_F_UNSET), cf_future_claim(p, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
+        cf_token_settle(_tokenPtr(f), _wImmortal)
+        return true
     }
-    // As `Future._claimThrough`: the word's reference to the target is ours.
-    guard c >= UInt(CF_F_REDIRECT_MIN), cf_future_claim(p, c, UInt(CF_F_THROUGH)) != 0 else { return false }
-    let target = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: c)!).takeRetainedValue()
-    cf_token_settle(_tokenPtr(target), _wImmortal)
+    guard let target = _takeClaimThrough(p) else { return false }
+    cf_token_settle(_tokenPtr(Unmanaged<AnyObject>.fromOpaque(target).takeRetainedValue()), _wImmortal)
     return true
+}
+
+/// For a completer that lost the claim CAS on the future `p`: if it was
+/// redirected (`Future._redirect`) and nobody took its claim through yet,
+/// takes it (-> THROUGH) and returns the future it was redirected into,
+/// with the reference the word held; that future's claim is the caller's
+/// now. Otherwise nil (already claimed). Full CAS: acquires the AWAITING
+/// word the redirection published. Non-generic: C only.
+@usableFromInline
+func _takeClaimThrough(_ p: UnsafeMutablePointer<cf_future>) -> UnsafeMutableRawPointer? {
+    let c = cf_future_claim_load(p)
+    guard c >= UInt(CF_F_REDIRECT_MIN), cf_future_claim(p, c, UInt(CF_F_THROUGH)) != 0 else { return nil }
+    return UnsafeMutableRawPointer(bitPattern: c)
 }
 
 extension CancelToken {
