@@ -32,7 +32,7 @@ extension Future {
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
         let out = Future<U>(_unexposed: true)
-        _chainStep(self, queue, unless, f, out) { input, f, out, ok in
+        _chainFlatStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return nil }
             switch input._result {
             case .success(let v):
@@ -64,14 +64,15 @@ extension Future {
     @inlinable
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
-        let out = Future<Value>()
-        _chain(self, queue, unless, output: out) { ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result {
-            case .success: out._trySet(self._result)
+        let out = Future<Value>(_unexposed: true)
+        _chainFlatStep(self, queue, unless, f, out) { input, f, out, ok in
+            guard ok else { out._trySet(.failure(CancellationError())); return nil }
+            switch input._result {
+            case .success: out._trySet(input._result)
             case .failure(let e):
-                do { out._trySetFuture(try f(e)) } catch { out._trySet(.failure(error)) }
+                do { return Unmanaged.passRetained(try f(e)) } catch { out._trySet(.failure(error)) }
             }
+            return nil
         }
         return out
     }
@@ -92,10 +93,11 @@ extension Future {
     @inlinable
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>()
-        _chain(self, queue, unless, output: out) { ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
-            do { out._trySetFuture(try f(self)) } catch { out._trySet(.failure(error)) }
+        let out = Future<U>(_unexposed: true)
+        _chainFlatStep(self, queue, unless, f, out) { input, f, out, ok in
+            guard ok else { out._trySet(.failure(CancellationError())); return nil }
+            do { return Unmanaged.passRetained(try f(input)) } catch { out._trySet(.failure(error)) }
+            return nil
         }
         return out
     }

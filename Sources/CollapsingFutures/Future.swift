@@ -45,11 +45,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// which fails once the target is deinitializing: a weak reference's
     /// semantics (cf_swift_runtime.h).
     @exclusivity(unchecked) @usableFromInline var _targetRef: UnsafeMutableRawPointer?
-    /// A `then` output: its step node is its only producer and never hands
-    /// it out, so when the step's caller returns it from another step's
-    /// function and nothing else holds it, it can be redirected into that
-    /// step's output instead of being flattened (`_redirect`). Free in size:
-    /// the object stays within the same malloc size class.
+    /// A step's output (`then`, or a collapsing `catch` or `finally`): its
+    /// step node is its only producer and never hands it out, so when the
+    /// step's caller returns it from another collapsing step's function and
+    /// nothing else holds it, it can be redirected into that step's output
+    /// instead of being flattened (`_redirect`). Free in size: the object
+    /// stays within the same malloc size class.
     @usableFromInline let _unexposed: Bool
     #if DEBUG
     /// Debug builds: where the source that let this future become immortal
@@ -58,7 +59,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @exclusivity(unchecked) var _immortalSite: String?
     #endif
 
-    /// A pending future; `_unexposed` for a `then` step's output.
+    /// A pending future; `_unexposed` for a step node's output.
     @inlinable init(_unexposed: Bool = false) {
         _c = cf_future()
         self._unexposed = _unexposed
@@ -306,7 +307,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// Claims the right to complete this future without completing it yet:
     /// for "cancel first, publish second" (claim, cancel the operation's
     /// token, then `_complete`), so nothing the cancel triggers can complete
-    /// it first. Not for `then` outputs, which may be redirected.
+    /// it first. Not for step outputs, which may be redirected.
     @inlinable func _claim() -> Bool {
         assert(!_unexposed, "_claim() does not follow redirections")
         return cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0
@@ -402,11 +403,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// dies unset, we become immortal (`_abandon`). No forwarder is
     /// registered and `other` holds nothing of ours but one reference, so
     /// `other` is freed as soon as its producer is done with it: a
-    /// tail-recursive flatten chain (a retry loop returning the next `then`)
-    /// keeps the outermost future and the current step, not a future and a
-    /// forwarder per level.
+    /// tail-recursive flatten chain (a retry loop returning the next `then`
+    /// or `catch`) keeps the outermost future and the current step, not a
+    /// future and a forwarder per level.
     ///
-    /// Only when nobody else can observe `other`: a `then` output
+    /// Only when nobody else can observe `other`: a step's output
     /// (`_unexposed`: its step node never hands it out), unset, with nothing
     /// registered on it, and referenced exactly twice — by its step node and
     /// by the caller's step-function result — with no weak or unowned

@@ -975,6 +975,115 @@ func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
         }
     }
 
+    /// A retry loop built on the collapsing `catch` (each failed attempt
+    /// returns the next attempt's `catch`): the first success anywhere down
+    /// the chain is the outer outcome, and a final failure propagates.
+    @Test func aCatchRetryLoopTakesTheFirstSuccessOrTheLastFailure() {
+        final class Attempts: @unchecked Sendable { var pending: [FutureSource<Int>] = [] }
+        for succeedAt in [-1, 0, 3, 499] {
+            let attempts = Attempts()
+            @Sendable func attempt(_ n: Int) -> Future<Int> {
+                let s = FutureSource<Int>()
+                attempts.pending.append(s)
+                return s.future.catch { (_: any Error) -> Future<Int> in n == 0 ? .failed(Boom()) : attempt(n - 1) }
+            }
+            let f = attempt(500)
+            var i = 0
+            while let s = attempts.pending.popLast() {
+                if i == succeedAt { s.trySetResult(i) } else { s.trySetFailure(Boom()) }
+                if i == 0 { #expect(f.state == (succeedAt == 0 ? .succeeded : .flattening)) }
+                i += 1
+            }
+            if succeedAt < 0 { #expect(f.forceGetFailure() is Boom) } else { #expect(f.forceGetResult() == succeedAt) }
+        }
+    }
+
+    /// A collapsing `finally` chain behaves the same way: each level's
+    /// function sees its completed input and returns the next level.
+    @Test func aFinallyChainTakesTheInnermostOutcome() {
+        final class Steps: @unchecked Sendable { var pending: [FutureSource<Int>] = []; var seen: [Int] = [] }
+        let steps = Steps()
+        @Sendable func loop(_ n: Int) -> Future<Int> {
+            if n == 0 { return .succeeded(-1) }
+            let s = FutureSource<Int>()
+            steps.pending.append(s)
+            return s.future.finally { (done: Future<Int>) -> Future<Int> in
+                steps.seen.append(done.forceGetResult())
+                return loop(n - 1)
+            }
+        }
+        let f = loop(300)
+        var i = 0
+        while let s = steps.pending.popLast() { s.trySetResult(i); i += 1 }
+        #expect(f.forceGetResult() == -1)
+        #expect(steps.seen == Array(0..<300))
+    }
+
+    /// A `catch` retry loop whose pending attempt's source dies: the outer
+    /// future becomes immortal and frees its handler (deinit counted); so
+    /// does a `finally` chain.
+    @Test func aCatchOrFinallyChainWhoseInnerInputDiesIsImmortalAndFreesItsHandlers() {
+        let deinits = Counter()
+        final class Steps: @unchecked Sendable { var pending: [FutureSource<Int>] = [] }
+        let steps = Steps()
+        @Sendable func retry(_ n: Int) -> Future<Int> {
+            let s = FutureSource<Int>()
+            steps.pending.append(s)
+            return s.future.catch { (_: any Error) -> Future<Int> in retry(n - 1) }
+        }
+        @Sendable func loop(_ n: Int) -> Future<Int> {
+            let s = FutureSource<Int>()
+            steps.pending.append(s)
+            return s.future.finally { (_: Future<Int>) -> Future<Int> in loop(n - 1) }
+        }
+        for make in [retry, loop] {
+            let f = make(100)
+            thenDoHolding(Tracked(deinits), on: f)
+            for _ in 0..<10 { steps.pending.removeLast().trySetFailure(Boom()) }
+            #expect(f.state == .flattening)
+            steps.pending.removeAll()
+            #expect(f.state == .immortal)
+        }
+        #expect(deinits.value == 2)
+    }
+
+    /// A collapsing `catch` or `finally` returning a `then` output, and the
+    /// other way round, mixed in one chain; one returned output stopped by
+    /// its `unless` fails the outer future with cancellation.
+    @Test func mixedCollapsingStepsReturnedFromEachOther() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>(), c = FutureSource<Int>(), stop = CancelTokenSource()
+        let f = a.future.catch { (_: any Error) -> Future<Int> in
+            b.future.then { (v: Int) -> Future<Int> in
+                c.future.finally { (d: Future<Int>) -> Future<Int> in .succeeded(v + d.forceGetResult()) }
+            }
+        }
+        let g = a.future.catch { (_: any Error) -> Future<Int> in
+            b.future.catch(unless: stop.token) { (_: any Error) -> Future<Int> in .succeeded(0) }
+        }
+        a.trySetFailure(Boom())
+        #expect(f.state == .flattening)
+        #expect(g.state == .flattening)
+        stop.cancel()
+        #expect(g.hasFailedWithCancel)
+        b.trySetResult(10)
+        #expect(f.state == .flattening)
+        c.trySetResult(5)
+        #expect(f.forceGetResult() == 15)
+    }
+
+    /// A returned `catch` output whose input fails on another thread while
+    /// it is being returned: never lost.
+    @Test func aReturnedCatchCompletedConcurrentlyIsNeverLost() {
+        for round in 0..<2_000 {
+            let a = FutureSource<Int>(), b = FutureSource<Int>()
+            let f = a.future.then { (_: Int) -> Future<Int> in
+                b.future.catch { (_: any Error) -> Future<Int> in .succeeded(round) }
+            }
+            onThreads(2) { t in if t == 0 { a.trySetResult(0) } else { b.trySetFailure(Boom()) } }
+            #expect(f.result.flatMap { try? $0.get() } == round)
+        }
+    }
+
     /// The returned continuation's input completes on another thread while
     /// the outer continuation is returning it (the redirection races its
     /// producer's claim).

@@ -241,6 +241,36 @@ import Dispatch
         #expect(Future<Int>._aliveOnThisThread == before)
     }
 
+    /// The same for a retry loop on the collapsing `catch` (the README's
+    /// `fetchWithRetry`) and a `finally` chain: constant, not per level.
+    @Test func catchAndFinallyLoopsKeepAConstantNumberOfFutures() {
+        let depth = 20_000
+        let before = Future<Int>._aliveOnThisThread
+        for useCatch in [true, false] {
+            final class Attempts: @unchecked Sendable { var pending: [FutureSource<Int>] = []; var aliveAtLast = 0 }
+            let attempts = Attempts()
+            @Sendable func attempt(_ n: Int) -> Future<Int> {
+                if n == 0 {
+                    attempts.aliveAtLast = Future<Int>._aliveOnThisThread
+                    return .succeeded(depth)
+                }
+                let s = FutureSource<Int>()
+                attempts.pending.append(s)
+                return useCatch
+                    ? s.future.catch { (_: any Error) -> Future<Int> in attempt(n - 1) }
+                    : s.future.finally { (_: Future<Int>) -> Future<Int> in attempt(n - 1) }
+            }
+            var f: Future<Int>? = attempt(depth)
+            while let s = attempts.pending.popLast() { s.trySetFailure(Boom()) }
+            #expect(f!.forceGetResult() == depth)
+            let kept = attempts.aliveAtLast - before
+            print("\(useCatch ? "catch" : "finally") loop \(depth) deep: \(kept) futures alive at the last attempt")
+            #expect(kept <= 8)
+            f = nil
+            #expect(Future<Int>._aliveOnThisThread == before)
+        }
+    }
+
     /// The same chain with an output the function also keeps: that one is
     /// observable, so it is flattened as before (a forwarder per level
     /// keeps it), and it completes.

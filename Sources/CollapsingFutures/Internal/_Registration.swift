@@ -10,7 +10,8 @@
 // them: `whenCancelled` (user handlers, pushed through `_pushHandler` so the
 // registration it returns is built inline in the caller), `_whenCancelledInline`
 // and `_whenSettledInline` (the library's bookkeeping), `_chain` (continuations),
-// and `_chainStep`/`_chainSink` (`then`/`thenDo` steps, through `_pushHandler`:
+// and `_chainStep`/`_chainFlatStep`/`_chainSink` (`then` and collapsing
+// `then`/`catch`/`finally`, and `thenDo` steps, through `_pushHandler`:
 // nobody keeps their registration).
 // Nodes themselves (what run, discard and remove do) are in Internal/Nodes/.
 import CCollapsingFutures
@@ -165,13 +166,14 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
                       node: { _StepNode(input, f, output, step) })
 }
 
-/// `_chainStep` for the collapsing `then` (`_FlatStepNode`).
+/// `_chainStep` for a collapsing step (`_FlatStepNode`: `then`, `catch`,
+/// `finally`; `f` takes an `A` made from the input's `I` by `step`).
 @inlinable
-func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
-                      _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
-                      _ step: @escaping _FlatStepNode<A, R>.Step) {
+func _chainFlatStep<I, A, R>(_ input: Future<I>, _ queue: DispatchQueue?, _ unless: CancelToken,
+                             _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
+                             _ step: @escaping _FlatStepNode<I, A, R>.Step) {
     _chainStepMeeting(input, queue, unless, output, run: { if let inner = step(input, f, output, $0) { output._trySetFuture(inner.takeRetainedValue()) } },
-                      node: { _FlatStepNode(input, f, output, step) })
+                             node: { _FlatStepNode(input, f, output, step) })
 }
 
 /// The meetings of a step: `run(ok)` runs it here and now (`ok` false:

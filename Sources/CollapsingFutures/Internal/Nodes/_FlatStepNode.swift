@@ -1,7 +1,8 @@
 import CCollapsingFutures
 
-/// The collapsing `then` step: `_StepNode` for a function returning a
-/// future, whose shape `(A) throws -> Future<R>` needs a field of its own
+/// A collapsing step (`then`, `catch`, `finally`): `_StepNode` for a
+/// function returning a future, whose shape `(A) throws -> Future<R>` needs
+/// a field of its own
 /// (stored in `_StepNode`'s `(A) throws -> R` it would take a reabstraction
 /// thunk, one allocation; a second optional field there cost every `then`
 /// step 7%). A flatten step saves the body closure's context.
@@ -12,16 +13,23 @@ import CCollapsingFutures
 /// Only when no `unless` link was ever made for it (`_hadUnlessLink`): such
 /// a link may still remove it from its first token after it ran. The
 /// forwarder phase is the one with `step` nil and `inputOrTarget` set.
+///
+/// `I` is the input's value type and `A` the function's argument: the same
+/// for `then`; `any Error` for `catch` and `Future<I>` for `finally` (whose
+/// `f`, stored at `A`'s generic abstraction, takes a reabstraction thunk:
+/// the allocation their body closure took before). Every collapsing step's
+/// output is `_unexposed`, so a retry loop built on any of them is
+/// redirected level by level (`Future._redirect`).
 @usableFromInline
-final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
+final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
     /// `ok` true: the input completed; false: `unless` was cancelled first.
     /// Returns the future `f` returned, for `output` to take on, as the
     /// reference `f` returned (unmanaged, so that no copy of it is held
     /// anywhere: `_run` counts references); nil when the step completed
     /// `output` itself.
-    @usableFromInline typealias Step = (_ input: Future<A>, _ f: (A) throws -> Future<R>, _ output: Future<R>, _ ok: Bool) -> Unmanaged<Future<R>>?
+    @usableFromInline typealias Step = (_ input: Future<I>, _ f: (A) throws -> Future<R>, _ output: Future<R>, _ ok: Bool) -> Unmanaged<Future<R>>?
 
-    /// The input (a `Future<A>`) in the step phase; in the forwarder phase
+    /// The input (a `Future<I>`) in the step phase; in the forwarder phase
     /// (`step` nil) the end of the chain `output` takes on (a `Future<R>`).
     /// One field for both: with a separate `target` the node took 16 more
     /// bytes of heap, on every level a flatten chain keeps.
@@ -30,7 +38,7 @@ final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable 
     @exclusivity(unchecked) @usableFromInline var output: Future<R>?
     @exclusivity(unchecked) @usableFromInline var step: Step?
 
-    @inlinable @inline(__always) init(_ input: Future<A>, _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>, _ step: @escaping Step) {
+    @inlinable @inline(__always) init(_ input: Future<I>, _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>, _ step: @escaping Step) {
         self.inputOrTarget = input
         self.f = f
         self.output = output
@@ -40,13 +48,13 @@ final class _FlatStepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable 
 
     /// Takes the fields with plain loads and stores (see `_StepNode`).
     @inline(__always)
-    private func _takeAll() -> (Step, Future<A>, (A) throws -> Future<R>, Future<R>)? {
+    private func _takeAll() -> (Step, Future<I>, (A) throws -> Future<R>, Future<R>)? {
         let s = step; step = nil
         let i = inputOrTarget; inputOrTarget = nil
         let fn = f; f = nil
         let o = output; output = nil
         guard let s, let i, let fn, let o else { return nil }
-        return (s, unsafeDowncast(i, to: Future<A>.self), fn, o)
+        return (s, unsafeDowncast(i, to: Future<I>.self), fn, o)
     }
 
     /// The forwarder phase's fields, taken (nil in the step phase).
