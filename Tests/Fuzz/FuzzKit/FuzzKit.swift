@@ -90,8 +90,11 @@ enum CombinatorRecord {
     /// The collapsing `then` returning a fresh collapsing `then` of pool
     /// future `b` that returns a fresh `then` of pool future `c`: outputs
     /// nobody else holds, which the lock-free version redirects into `out`
-    /// (a chain of two: the claim is taken through twice).
-    case flatThenFresh(a: Int, b: Int, c: Int, unless: Int?, ran: Cell, out: Future<Int>)
+    /// (a chain of two: the claim is taken through twice). `viaFinally`:
+    /// the middle level is a collapsing `finally` of `b` (it runs whatever
+    /// `b`'s outcome, unless immortal) returning a collapsing `catch` of `c`
+    /// that recovers a failure with -7.
+    case flatThenFresh(a: Int, b: Int, c: Int, viaFinally: Bool, unless: Int?, ran: Cell, out: Future<Int>)
 }
 
 /// Interprets one program. Throws `FuzzFailure` on a violated invariant.
@@ -237,12 +240,17 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 let ran = Cell(0)
                 let cap = Captured(d)
                 let unless: Int? = b & 1 == 1 ? (b >> 1) % nTokens : nil
-                let inner = futures[fj], innermost = futures[fk]
+                let inner = futures[fj], innermost = futures[fk], viaFinally = a & 64 != 0
                 let out = futures[fi].then(unless: unless.map { tokensC[$0] } ?? .immortal) { (_: Int) -> Future<Int> in
                     _ = cap; ran.add()
+                    if viaFinally {
+                        return inner.finally { (_: Future<Int>) -> Future<Int> in
+                            innermost.catch { (_: any Error) -> Future<Int> in .succeeded(-7) }
+                        }
+                    }
                     return inner.then { (_: Int) -> Future<Int> in innermost.then { $0 } }
                 }
-                combinatorLog.withLock { $0.append(.flatThenFresh(a: fi, b: fj, c: fk, unless: unless, ran: ran, out: out)) }
+                combinatorLog.withLock { $0.append(.flatThenFresh(a: fi, b: fj, c: fk, viaFinally: viaFinally, unless: unless, ran: ran, out: out)) }
             case 9 where variant == 1:  // collapsing then, returning another pool future
                 let fi = a % nFutures, fj = (b >> 4) % nFutures
                 let ran = Cell(0)
@@ -477,7 +485,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
             case .immortal: if out.state != .immortal || runs != 0 { throw fail("collapsing then \(out) of an immortal future") }
             case .pending, .flattening: throw fail("pool future \(fa) still \(fa.state)")
             }
-        case let .flatThenFresh(a, b, c, u, ran, out):
+        case let .flatThenFresh(a, b, c, viaFinally, u, ran, out):
             let fa = futures[a], fb = futures[b], fc = futures[c], runs = ran.load()
             if runs > 1 { throw fail("collapsing then ran \(runs) times") }
             if out.state == .pending || out.state == .flattening { throw fail("collapsing then still \(out.state) with settled inputs \(fa), \(fb), \(fc)") }
@@ -485,10 +493,17 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 if !tokens[u].isCancelled { throw fail("collapsing then(unless:) failed with cancel but its unless is \(tokens[u].state)") }
                 continue
             }
-            // What `out` takes on: fa's failure or immortality, else fb's,
-            // else fc's outcome.
-            let decisive = fa.state != .succeeded ? fa : fb.state != .succeeded ? fb : fc
+            // What `out` takes on: fa's failure or immortality, else fb's
+            // (only its immortality via `finally`), else fc's outcome (a
+            // failure recovered as -7 via `finally`'s `catch`).
+            let decisive = fa.state != .succeeded ? fa
+                : viaFinally ? (fb.state == .immortal ? fb : fc)
+                : fb.state != .succeeded ? fb : fc
             if (fa.state == .succeeded) != (runs == 1) { throw fail("collapsing then of \(fa) ran \(runs) times, output \(out)") }
+            if viaFinally, fa.state == .succeeded, fb.state != .immortal, fc.state == .failed {
+                if value(out) != -7 { throw fail("collapsing then \(out) via finally/catch does not recover \(fc) as -7") }
+                continue
+            }
             switch decisive.state {
             case .succeeded:
                 if !out.hasResult || value(out) != value(decisive) { throw fail("collapsing then \(out) does not follow \(fa), \(fb), \(fc)") }
