@@ -46,6 +46,8 @@ CONFIGS=(
   "cycle3|-DCFG_CYCLE3|safety|-w22"
   "chain|-DCFG_CHAIN|safety|-w20"
   "fset|-DCFG_FSET|safety|-w18"
+  "redirect1|-DCFG_R1|safety|-w18|redirect.pml"
+  "redirect2|-DCFG_R2|safety|-w18|redirect.pml"
 )
 
 # name | configuration flags | mutant flag | what it mirrors
@@ -70,6 +72,11 @@ MUTANTS=(
   "recheck-early|-DCFG_CHURN -DNN=4 -DNP=2|-DMUT_RECHECK_EARLY|try_clean loads dead for the re-check before clearing CLEANING"
   "min-one|-DCFG_PROGRESS|-DMUT_MIN_ONE|CF_CLEAN_MIN 1: a removed head alone meets the trigger"
   "dcount-norecheck|-DCFG_CHURN -DCHURN_DCOUNT|-DMUT_DCOUNT_NORECHECK|debug_count does not re-check the trigger after clearing CLEANING (the old code)"
+  "word-first|-DCFG_R1|-DMUT_WORD_FIRST|_redirect does not read the token word again after counting references|redirect.pml"
+  "no-count|-DCFG_R1|-DMUT_NO_COUNT|_redirect does not count references (cf_held_only_by)|redirect.pml"
+  "redir-store|-DCFG_R1|-DMUT_REDIR_STORE|the redirection as a load then a store instead of a CAS|redirect.pml"
+  "keep-ptr|-DCFG_R2|-DMUT_KEEP_PTR|_takeClaimThrough leaves the pointer in place (no THROUGH)|redirect.pml"
+  "no-abandon|-DCFG_R1|-DMUT_NO_ABANDON|deinit does not make the redirection's target immortal|redirect.pml"
 )
 
 now() { date +%s.%N; }
@@ -77,11 +84,11 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 # verify <dir> <spin flags> <kind> <pan flags>: builds and runs one verifier in
 # <dir>; leaves pan.out there and sets VERIFY_ERRORS, VERIFY_SUMMARY.
-verify() {
-  local dir=$1 flags=$2 kind=$3 panflags=$4
+verify() {  # dir, spin flags, safety|ltl, pan flags, model file (cf_core.pml)
+  local dir=$1 flags=$2 kind=$3 panflags=$4 model=${5:-cf_core.pml}
   rm -rf "$dir"; mkdir -p "$dir"
-  cp "$here/cf_core.pml" "$dir/"
-  (cd "$dir" && spin -a $flags cf_core.pml >spin.out 2>&1) || { cat "$dir/spin.out" >&2; return 2; }
+  cp "$here/$model" "$dir/"
+  (cd "$dir" && spin -a $flags "$model" >spin.out 2>&1) || { cat "$dir/spin.out" >&2; return 2; }
   # COLLAPSE: lossless state compression (the largest run needs ~1.5 GB)
   local cc=(gcc -O2 -DVECTORSZ=4096 -DCOLLAPSE -DMEMLIM=6144 -w -o pan pan.c)
   local run=(./pan -m1000000 $panflags)
@@ -133,10 +140,11 @@ case "$mode" in
 check)
   echo "== spin: $(spin -V | head -1)"
   for c in "${CONFIGS[@]}"; do
-    IFS='|' read -r name flags kind panflags <<<"$c"
-    verify "$out/$name" "$flags" "$kind" "$panflags" || { echo "FAIL  $name: could not build the verifier"; status=1; continue; }
+    IFS='|' read -r name flags kind panflags model <<<"$c"
+    model=${model:-cf_core.pml}
+    verify "$out/$name" "$flags" "$kind" "$panflags" "$model" || { echo "FAIL  $name: could not build the verifier"; status=1; continue; }
     if [ "$VERIFY_ERRORS" != 0 ]; then
-      echo "FAIL  $(printf '%-12s' "$name") $(first_error "$out/$name") (trail: ${out#$here/}/$name/cf_core.pml.trail)"; status=1
+      echo "FAIL  $(printf '%-12s' "$name") $(first_error "$out/$name") (trail: ${out#$here/}/$name/$model.trail)"; status=1
     elif [ -n "$VERIFY_INCOMPLETE" ]; then
       echo "FAIL  $(printf '%-12s' "$name") search incomplete: $VERIFY_INCOMPLETE"; status=1
     else
@@ -177,17 +185,32 @@ check)
       status=1
     fi
   done
+  # The redirect configurations must reach what they are for: an end state
+  # where the producer's value reached X through 1 (redirect1) and 2
+  # (redirect2: Y into X, then Z into X through Y's claim) redirections.
+  for w in 1 2; do
+    if verify "$out/reach-redirect$w" "-DCFG_R$w -DWITNESS=$w" safety "-w18" redirect.pml; then
+      if [ "$VERIFY_ERRORS" != 0 ] && grep -q '^pan:1: assertion violated .*nredirect>=' "$out/reach-redirect$w/pan.out"; then
+        echo "redirect$w reaches $w redirection(s) completing X with the producer's value"
+      else
+        echo "FAIL  redirect$w never completes X through $w redirection(s): see Model/README.md"; status=1
+      fi
+    else
+      status=1
+    fi
+  done
   ;;
 mutants)
   killed=0; survived=0
   for m in "${MUTANTS[@]}"; do
-    IFS='|' read -r name cfg flag what <<<"$m"
+    IFS='|' read -r name cfg flag what model <<<"$m"
+    model=${model:-cf_core.pml}
     kind=safety; [ "$cfg" = -DCFG_PROGRESS ] && kind=ltl
-    verify "$out/mut-$name" "$cfg $flag" "$kind" "-w22" || { echo "FAIL  $name: could not build the verifier"; status=1; continue; }
+    verify "$out/mut-$name" "$cfg $flag" "$kind" "-w22" "$model" || { echo "FAIL  $name: could not build the verifier"; status=1; continue; }
     replay=""
-    if [ "$VERIFY_ERRORS" != 0 ] && [ -f "$out/mut-$name/cf_core.pml.trail" ]; then
+    if [ "$VERIFY_ERRORS" != 0 ] && [ -f "$out/mut-$name/$model.trail" ]; then
       # the counterexample replays in spin's simulator
-      replay=$(cd "$out/mut-$name" && spin -t $cfg $flag cf_core.pml 2>&1 \
+      replay=$(cd "$out/mut-$name" && spin -t $cfg $flag "$model" 2>&1 \
                | grep -E 'assertion violated|START OF CYCLE|trail ends after' | tr '\n' ' ' || true)
     fi
     if [[ "$replay" =~ (assertion violated|START OF CYCLE).*trail\ ends\ after\ ([0-9]+) ]]; then
