@@ -69,6 +69,16 @@ public func makeAPI() -> API {
                 precondition(f.hasResult)
             }
         },
+        catchStep: { it in
+            let error: any Error = CancellationError()   // boxed once, not per step
+            for i in 0..<it {
+                let s = FutureSource<Int>(), inner = FutureSource<Int>()
+                let f: Future<Int> = s.future.catch { _ in inner.future }
+                s.trySetFailure(error)
+                inner.trySetResult(i)
+                precondition(f.hasResult)
+            }
+        },
         contendedRegister: { it in
             let s = CancelTokenSource()
             let ran = Atomic<Int>(0)

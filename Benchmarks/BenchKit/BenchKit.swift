@@ -16,6 +16,9 @@ public struct API {
     public var thenDoSet: Body
     public var thenChain10: Body
     public var flatten: Body
+    /// A retry step: a failed future's collapsing `catch` returning a
+    /// pending future, then that one set (per step).
+    public var catchStep: Body
     public var contendedRegister: Body
     public var racingSet: Body
     public var immortalize: Body
@@ -24,11 +27,11 @@ public struct API {
     public var outwardChain: (Int) -> Body
     public init(registerCancel: @escaping (Int) -> Body, churn: @escaping () -> (Body, () -> Int),
                 unlessChurn: @escaping Body, thenSet: @escaping Body, thenDoSet: @escaping Body,
-                thenChain10: @escaping Body, flatten: @escaping Body, contendedRegister: @escaping Body,
+                thenChain10: @escaping Body, flatten: @escaping Body, catchStep: @escaping Body, contendedRegister: @escaping Body,
                 racingSet: @escaping Body, immortalize: @escaping Body, outwardChain: @escaping (Int) -> Body) {
         self.registerCancel = registerCancel; self.churn = churn; self.unlessChurn = unlessChurn
         self.thenSet = thenSet; self.thenDoSet = thenDoSet; self.outwardChain = outwardChain
-        self.thenChain10 = thenChain10; self.flatten = flatten
+        self.thenChain10 = thenChain10; self.flatten = flatten; self.catchStep = catchStep
         self.contendedRegister = contendedRegister; self.racingSet = racingSet; self.immortalize = immortalize
     }
 }

@@ -145,6 +145,17 @@ let nioFlatten: Body = { it in
     }
 }
 
+let nioCatchStep: Body = { it in
+    let error: any Error = CancellationError()
+    for i in 0..<it {
+        let p = embedded.makePromise(of: Int.self), inner = embedded.makePromise(of: Int.self)
+        let f = p.futureResult.flatMapError { _ in inner.futureResult }
+        f.whenSuccess { _ in }
+        p.fail(error)
+        inner.succeed(i)
+    }
+}
+
 /// Promises made on the loop, completed from this thread: each callback hops.
 let nioOffLoop: Body = { it in
     let done = DispatchSemaphore(value: 0)
@@ -263,6 +274,9 @@ scenarios.append(Scenario(name: "then chain x10", summary: "source, 10 chained t
 scenarios.append(Scenario(name: "flatten step", summary: "a continuation returning a pending future, then both set (per step); nio: flatMap",
                           opsPerIteration: 1, iterations: 100_000,
                           bodies: merge(three { $0.flatten }, ["nio": nioFlatten, "opencombine": OpenCombineBodies.flatten])))
+scenarios.append(Scenario(name: "catch retry step", summary: "a failed future's catch returning a pending future, then that one set (per step); nio: flatMapError",
+                          opsPerIteration: 1, iterations: 100_000,
+                          bodies: merge(three { $0.catchStep }, ["nio": nioCatchStep])))
 let outwardLevels = 2_000
 scenarios.append(Scenario(name: "flatten chain built outwards", summary: "each new future set to the previous one, \(outwardLevels) levels, then the innermost set (per level; quadratic cycle detection shows as growth with depth)",
                           opsPerIteration: outwardLevels, iterations: 20, bodies: three { $0.outwardChain(outwardLevels) }))
