@@ -123,7 +123,7 @@ enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
 ///                    published before this value) and a forwarder on that
 ///                    target's chain will complete it.
 ///   CF_F_AWAITING    its claimer set it to an unexposed pending future (a
-///                    `then` output nothing else could see) and redirected
+///                    step output nothing else could see) and redirected
 ///                    that one into it: whoever completes the redirected
 ///                    future completes this one. Reported as flattening; for
 ///                    cycle walkers it is the end of a chain, like CLAIMED.

@@ -52,7 +52,7 @@ size_t swift_weakRetainCount(void *object);
 /// unowned or weak one (the runtime counts 1 for each kind when there are
 /// none: the strong references together hold one unowned reference, and
 /// one weak reference once a side table exists). Used by
-/// `Future._redirect`: a `then` output held only by its step node and by
+/// `Future._redirect`: a step output held only by its step node and by
 /// the step's caller cannot be observed by anyone else. The runtime reads
 /// the counts relaxed; the acquire fence after the strong count pairs with
 /// the release decrement of every holder that let go, so what a holder did
