@@ -65,15 +65,7 @@ extension Future {
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
         let out = Future<Value>(_unexposed: true)
-        _chainFlatStep(self, queue, unless, f, out) { input, f, out, ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return nil }
-            switch input._result {
-            case .success: out._trySet(input._result)
-            case .failure(let e):
-                do { return Unmanaged.passRetained(try f(e)) } catch { out._trySet(.failure(error)) }
-            }
-            return nil
-        }
+        _chainFlatStep(self, queue, unless, f, out, Self._catchStep((any Error).self))
         return out
     }
 
@@ -94,12 +86,39 @@ extension Future {
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> Future<U>) -> Future<U> {
         let out = Future<U>(_unexposed: true)
-        _chainFlatStep(self, queue, unless, f, out) { input, f, out, ok in
+        _chainFlatStep(self, queue, unless, f, out, Self._finallyStep(Future<Value>.self))
+        return out
+    }
+
+    /// The collapsing `catch`'s step, `A` being `any Error`. Written in a
+    /// generic function so that the closure's `f: (A) throws -> Future<Value>`
+    /// parameter is emitted at the generic abstraction `_FlatStepNode.Step`
+    /// has: a closure literal with a concrete `any Error` there was wrapped
+    /// in a reabstraction thunk, whose run allocated a thunk for `f` on
+    /// every step (gdb: 7 allocations per catch retry step, 6 without). The
+    /// casts are to the same type: no-ops once specialized.
+    @inlinable
+    static func _catchStep<A: Sendable>(_: A.Type) -> _FlatStepNode<Value, A, Value>.Step {
+        { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return nil }
-            do { return Unmanaged.passRetained(try f(input)) } catch { out._trySet(.failure(error)) }
+            switch input._result {
+            case .success: out._trySet(input._result)
+            case .failure(let e):
+                do { return Unmanaged.passRetained(try f(e as! A)) } catch { out._trySet(.failure(error)) }
+            }
             return nil
         }
-        return out
+    }
+
+    /// The collapsing `finally`'s step, `A` being `Future<Value>` (as
+    /// `_catchStep`).
+    @inlinable
+    static func _finallyStep<A: Sendable, U>(_: A.Type) -> _FlatStepNode<Value, A, U>.Step {
+        { input, f, out, ok in
+            guard ok else { out._trySet(.failure(CancellationError())); return nil }
+            do { return Unmanaged.passRetained(try f(input as! A)) } catch { out._trySet(.failure(error)) }
+            return nil
+        }
     }
 
     /// Runs `f` with the value if this succeeds (never if `unless` is cancelled first).

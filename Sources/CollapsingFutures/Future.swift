@@ -412,11 +412,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// registered on it, and referenced exactly twice — by its step node and
     /// by the caller's step-function result — with no weak or unowned
     /// reference (cf_held_only_by). A third holder could read its state or
-    /// register on it later, and it would never complete. Nobody but those
-    /// two can create a reference, so the counts cannot grow meanwhile; a
-    /// producer that dropped its reference can no longer complete `other`,
-    /// which then behaves the same redirected or not (pending until it dies,
-    /// then immortal, and so are we).
+    /// register on it later, and it would never complete. Only the step node
+    /// can create a reference meanwhile: when its input becomes immortal it
+    /// hands `other` to `_failOnUnless`, which completes it only through
+    /// `_trySet` / `_tryImmortalizeFuture`, and both follow a redirection;
+    /// nobody else can observe it. A producer that dropped its reference
+    /// can no longer complete `other`, which then behaves the same
+    /// redirected or not (pending until it dies, then immortal, and so are
+    /// we).
     @usableFromInline func _redirect(_ other: Future) -> Bool {
         // (No closure around the count: capturing `other` would be a third
         // reference. `other` is used below, so it is alive here.)

@@ -2,10 +2,10 @@ import CCollapsingFutures
 import Dispatch
 
 /// A continuation registered on a future's completion token, as a body
-/// closure: `catch`, `finally`, `catchDo`, `finallyDo`, `unless(_:)` and the
-/// library's combinators. (`then`, the collapsing `then` and `thenDo` use
-/// `_StepNode`, `_FlatStepNode` and `_SinkNode`, which save the body's
-/// closure context.)
+/// closure: the plain `catch` and `finally`, `catchDo`, `finallyDo`,
+/// `unless(_:)` and the library's combinators. (`then`, the collapsing
+/// `then`, `catch` and `finally`, and `thenDo` use `_StepNode`,
+/// `_FlatStepNode` and `_SinkNode`, which save the body's closure context.)
 ///
 /// Its body is a closure built by the (inlinable) public method, so it is
 /// compiled specialized for the caller's types: running it touches no generic
@@ -15,7 +15,10 @@ import Dispatch
 /// no node (`_meet` says run now). A step node saves the context only where
 /// the node can hold the user's function in a field of the public
 /// parameter's own shape, so each shape needs a node class of its own
-/// (`(any Error) -> …`, `(Future<Value>) -> …` have none yet). Measured
+/// (the plain `catch`'s `(any Error) -> Value` and `finally`'s
+/// `(Future<Value>) -> U` have none; the collapsing forms store theirs in
+/// `_FlatStepNode` behind a reabstraction thunk, one allocation, the one
+/// the body's context took). Measured
 /// for the collapsing `then`: a second function field in `_StepNode` saved
 /// one allocation per flatten step (callgrind -4%) but cost every `then`
 /// chain step 7%; `_FlatStepNode` saves it at no cost to `then`.
