@@ -41,7 +41,8 @@
  *       registers a handler on Y and drops it, or only drops it.
  *   R2  Two levels, every step concurrent: T0 sets X to Y and drops Y; T1,
  *       Y's step, sets Y to Z (redirecting), drops Z, drops Y; T2, Z's
- *       producer, sets Z to 1 or does nothing, then drops Z.
+ *       producer, sets Z to 1, makes it immortal (the claim taken through
+ *       two levels) or does nothing, then drops Z.
  * -DWITNESS=k: the end state asserts that there were not k redirections
  * with the producer's value arriving; run.sh requires spin to refute it
  * (k = 1 in R1; k = 2 in R2: Y into X, then Z into X through Y's claim).
@@ -337,6 +338,7 @@ proctype Thread(byte tid) {
   :: tid == 2 ->
      if
      :: outcome = 1; try_set(Z, 1)
+     :: outcome = 2; immortalize(Z)
      :: outcome = 0
      fi;
      drop(Z)
@@ -371,7 +373,6 @@ init {
     assert(outcome == 1 || (word[X] == W_IMMORTAL && cdisc && !cran));
     /* R-2 */
     assert(!hreg || (outcome == 1 -> hran && !hdisc : hdisc && !hran));
-    assert(hreg || (!hran && !hdisc));
 #if defined(WITNESS)
     assert(!(nredirect >= WITNESS && outcome == 1))
 #endif
