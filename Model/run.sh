@@ -121,6 +121,23 @@ verify() {  # dir, spin flags, safety|ltl, pan flags, model file (cf_core.pml)
     "$stored" "$trans" "$depth" "${pansec:-?}" "$(secs "$t0" "$t1")")
 }
 
+# A witness run (dir, spin flags, pan flags, model, the witness assertion as
+# pan reports it, what to print when reached, what was not reached): it
+# must fail on the witness assertion, not on a property; otherwise the run
+# fails.
+reach() {
+  local dir=$1 flags=$2 panflags=$3 model=$4 pattern=$5 ok=$6 missed=$7
+  if verify "$dir" "$flags" safety "$panflags" "$model"; then
+    if [ "$VERIFY_ERRORS" != 0 ] && grep -q "$pattern" "$dir/pan.out"; then
+      echo "$ok"
+    else
+      echo "FAIL  $missed: see Model/README.md"; status=1
+    fi
+  else
+    status=1
+  fi
+}
+
 cfg_name() {  # the CONFIGS name of a set of spin flags
   local c name flags rest
   for c in "${CONFIGS[@]}"; do
@@ -174,30 +191,19 @@ check)
   # the cycle outcome (1) and once in the completed one (2). A missing
   # witness fails the run.
   for w in 1 2; do
-    if verify "$out/reach-chain-$w" "-DCFG_CHAIN -DCHAIN_WITNESS=$w" safety "-w20"; then
-      # the witness is CFG_END's assert(!CHAIN_SEEN), not a property failing
-      if [ "$VERIFY_ERRORS" != 0 ] && grep -q '^pan:1: assertion violated .*target\[0\]==3' "$out/reach-chain-$w/pan.out"; then
-        echo "chain reaches its case $w: future 0 targets and forwards from the chain's end ($([ $w = 1 ] && echo cycle || echo completed))"
-      else
-        echo "FAIL  chain never reaches case $w (future 0 forwarding from the chain's end): see Model/README.md"; status=1
-      fi
-    else
-      status=1
-    fi
+    reach "$out/reach-chain-$w" "-DCFG_CHAIN -DCHAIN_WITNESS=$w" "-w20" cf_core.pml \
+      '^pan:1: assertion violated .*target\[0\]==3' \
+      "chain reaches its case $w: future 0 targets and forwards from the chain's end ($([ $w = 1 ] && echo cycle || echo completed))" \
+      "chain never reaches case $w (future 0 forwarding from the chain's end)"
   done
   # The redirect configurations must reach what they are for: an end state
   # where the producer's value reached X through 1 (redirect1) and 2
   # (redirect2: Y into X, then Z into X through Y's claim) redirections.
   for w in 1 2; do
-    if verify "$out/reach-redirect$w" "-DCFG_R$w -DWITNESS=$w" safety "-w18" redirect.pml; then
-      if [ "$VERIFY_ERRORS" != 0 ] && grep -q '^pan:1: assertion violated .*nredirect>=' "$out/reach-redirect$w/pan.out"; then
-        echo "redirect$w reaches $w redirection(s) completing X with the producer's value"
-      else
-        echo "FAIL  redirect$w never completes X through $w redirection(s): see Model/README.md"; status=1
-      fi
-    else
-      status=1
-    fi
+    reach "$out/reach-redirect$w" "-DCFG_R$w -DWITNESS=$w" "-w18" redirect.pml \
+      '^pan:1: assertion violated .*nredirect>=' \
+      "redirect$w reaches $w redirection(s) completing X with the producer's value" \
+      "redirect$w never completes X through $w redirection(s)"
   done
   ;;
 mutants)
