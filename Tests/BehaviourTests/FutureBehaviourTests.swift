@@ -814,23 +814,37 @@ func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
         #expect(f.forceGetFailure() is Boom)
     }
 
+    /// A tail-recursive `then`, `catch` (retry) or `finally` chain whose
+    /// pending level's source dies: the outer future becomes immortal and
+    /// frees its handler while it is still alive (deinit counted).
     @Test func aTailRecursiveChainWhoseInnerInputDiesIsImmortalAndFreesItsHandlers() {
+        enum Kind: CaseIterable { case then, `catch`, finally }
         let deinits = Counter()
-        final class Steps: @unchecked Sendable { var pending: [FutureSource<Void>] = [] }
+        final class Steps: @unchecked Sendable { var pending: [FutureSource<Int>] = [] }
         let steps = Steps()
-        @Sendable func loop(_ n: Int) -> Future<Int> {
-            let s = FutureSource<Void>()
-            steps.pending.append(s)
-            return s.future.then { (_: Void) -> Future<Int> in loop(n - 1) }
+        for (k, kind) in Kind.allCases.enumerated() {
+            @Sendable func loop(_ n: Int) -> Future<Int> {
+                let s = FutureSource<Int>()
+                steps.pending.append(s)
+                switch kind {
+                case .then: return s.future.then { (_: Int) -> Future<Int> in loop(n - 1) }
+                case .catch: return s.future.catch { (_: any Error) -> Future<Int> in loop(n - 1) }
+                case .finally: return s.future.finally { (_: Future<Int>) -> Future<Int> in loop(n - 1) }
+                }
+            }
+            let f = loop(100)
+            thenDoHolding(Tracked(deinits), on: f)
+            for _ in 0..<10 {                                            // ten levels deep
+                let s = steps.pending.removeLast()
+                if kind == .then { s.trySetResult(0) } else { s.trySetFailure(Boom()) }
+            }
+            #expect(f.state == .flattening)
+            #expect(deinits.value == k)
+            steps.pending.removeAll()                                    // the pending level's source dies
+            // `f` is still alive here: its handler was freed by immortality.
+            #expect(f.state == .immortal)
+            #expect(deinits.value == k + 1)
         }
-        let f = loop(100)
-        thenDoHolding(Tracked(deinits), on: f)
-        for _ in 0..<10 { steps.pending.removeLast().trySetResult() }   // ten levels deep
-        #expect(f.state == .flattening)
-        #expect(deinits.value == 0)
-        steps.pending.removeAll()                                        // the pending level's source dies
-        #expect(f.state == .immortal)
-        #expect(deinits.value == 1)
     }
 
     @Test func aReturnedContinuationStoppedByItsUnlessFailsTheOuterWithCancellation() {
@@ -1019,36 +1033,6 @@ func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
         while let s = steps.pending.popLast() { s.trySetResult(i); i += 1 }
         #expect(f.forceGetResult() == -1)
         #expect(steps.seen == Array(0..<300))
-    }
-
-    /// A `catch` retry loop whose pending attempt's source dies: the outer
-    /// future becomes immortal and frees its handler (deinit counted); so
-    /// does a `finally` chain.
-    @Test func aCatchOrFinallyChainWhoseInnerInputDiesIsImmortalAndFreesItsHandlers() {
-        let deinits = Counter()
-        final class Steps: @unchecked Sendable { var pending: [FutureSource<Int>] = [] }
-        let steps = Steps()
-        @Sendable func retry(_ n: Int) -> Future<Int> {
-            let s = FutureSource<Int>()
-            steps.pending.append(s)
-            return s.future.catch { (_: any Error) -> Future<Int> in retry(n - 1) }
-        }
-        @Sendable func loop(_ n: Int) -> Future<Int> {
-            let s = FutureSource<Int>()
-            steps.pending.append(s)
-            return s.future.finally { (_: Future<Int>) -> Future<Int> in loop(n - 1) }
-        }
-        for (k, make) in [retry, loop].enumerated() {
-            let f = make(100)
-            thenDoHolding(Tracked(deinits), on: f)
-            for _ in 0..<10 { steps.pending.removeLast().trySetFailure(Boom()) }
-            #expect(f.state == .flattening)
-            #expect(deinits.value == k)
-            steps.pending.removeAll()
-            // `f` is still alive here: its handler was freed by immortality.
-            #expect(f.state == .immortal)
-            #expect(deinits.value == k + 1)
-        }
     }
 
     /// A collapsing `catch` or `finally` returning a `then` output, and the

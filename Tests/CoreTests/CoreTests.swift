@@ -215,60 +215,54 @@ import Dispatch
         var aliveAtInnermost = 0
     }
 
-    @Test func aHundredThousandLevelsKeepAConstantNumberOfFutures() {
-        let steps = Steps()
-        let depth = 100_000
+    enum Kind { case then, `catch`, finally }
+
+    /// Runs a tail-recursive chain `depth` levels deep of collapsing `kind`
+    /// steps, each on a pending source (set for `then`, failed for `catch`
+    /// and `finally`: a retry loop), completed from the innermost level out;
+    /// checks its outcome and that every future is freed afterwards, and
+    /// returns how many futures were alive at the innermost level.
+    func aliveAtInnermost(_ kind: Kind, depth: Int) -> Int {
+        final class Pending: @unchecked Sendable { var sources: [FutureSource<Int>] = []; var alive = 0 }
+        let pending = Pending()
         let before = Future<Int>._aliveOnThisThread
         @Sendable func loop(_ n: Int) -> Future<Int> {
             if n == 0 {
-                steps.aliveAtInnermost = Future<Int>._aliveOnThisThread
+                pending.alive = Future<Int>._aliveOnThisThread
                 return .succeeded(depth)
             }
-            let s = FutureSource<Void>()
-            steps.pending.append(s)
-            return s.future.then { (_: Void) -> Future<Int> in loop(n - 1) }
+            let s = FutureSource<Int>()
+            pending.sources.append(s)
+            switch kind {
+            case .then: return s.future.then { (_: Int) -> Future<Int> in loop(n - 1) }
+            case .catch: return s.future.catch { (_: any Error) -> Future<Int> in loop(n - 1) }
+            case .finally: return s.future.finally { (_: Future<Int>) -> Future<Int> in loop(n - 1) }
+            }
         }
         var f: Future<Int>? = loop(depth)
-        while let s = steps.pending.popLast() { s.trySetResult() }
+        while let s = pending.sources.popLast() {
+            if kind == .then { s.trySetResult(0) } else { s.trySetFailure(Boom()) }
+        }
         #expect(f!.forceGetResult() == depth)
-        // The outermost future, the source futures of the level running and
-        // the one it created, their outputs: a handful, not one per level
-        // (it was two futures and a node per level).
-        let kept = steps.aliveAtInnermost - before
-        print("tail-recursive chain \(depth) deep: \(kept) futures alive at the innermost level")
-        #expect(kept <= 8)
         f = nil
         #expect(Future<Int>._aliveOnThisThread == before)
+        let kept = pending.alive - before
+        print("\(kind) chain \(depth) deep: \(kept) futures alive at the innermost level")
+        return kept
+    }
+
+    /// The outermost future, the source futures of the level running and
+    /// the one it created, their outputs: a handful, not one per level (it
+    /// was two futures and a node per level).
+    @Test func aHundredThousandLevelsKeepAConstantNumberOfFutures() {
+        #expect(aliveAtInnermost(.then, depth: 100_000) <= 8)
     }
 
     /// The same for a retry loop on the collapsing `catch` (the README's
     /// `fetchWithRetry`) and a `finally` chain: constant, not per level.
     @Test func catchAndFinallyLoopsKeepAConstantNumberOfFutures() {
-        let depth = 20_000
-        let before = Future<Int>._aliveOnThisThread
-        for useCatch in [true, false] {
-            final class Attempts: @unchecked Sendable { var pending: [FutureSource<Int>] = []; var aliveAtLast = 0 }
-            let attempts = Attempts()
-            @Sendable func attempt(_ n: Int) -> Future<Int> {
-                if n == 0 {
-                    attempts.aliveAtLast = Future<Int>._aliveOnThisThread
-                    return .succeeded(depth)
-                }
-                let s = FutureSource<Int>()
-                attempts.pending.append(s)
-                return useCatch
-                    ? s.future.catch { (_: any Error) -> Future<Int> in attempt(n - 1) }
-                    : s.future.finally { (_: Future<Int>) -> Future<Int> in attempt(n - 1) }
-            }
-            var f: Future<Int>? = attempt(depth)
-            while let s = attempts.pending.popLast() { s.trySetFailure(Boom()) }
-            #expect(f!.forceGetResult() == depth)
-            let kept = attempts.aliveAtLast - before
-            print("\(useCatch ? "catch" : "finally") loop \(depth) deep: \(kept) futures alive at the last attempt")
-            #expect(kept <= 8)
-            f = nil
-            #expect(Future<Int>._aliveOnThisThread == before)
-        }
+        #expect(aliveAtInnermost(.catch, depth: 20_000) <= 8)
+        #expect(aliveAtInnermost(.finally, depth: 20_000) <= 8)
     }
 
     /// The same chain with an output the function also keeps: that one is

@@ -173,7 +173,7 @@ func _chainFlatStep<I, A, R>(_ input: Future<I>, _ queue: DispatchQueue?, _ unle
                              _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
                              _ step: @escaping _FlatStepNode<I, A, R>.Step) {
     _chainStepMeeting(input, queue, unless, output, run: { if let inner = step(input, f, output, $0) { output._trySetFuture(inner.takeRetainedValue()) } },
-                             node: { _FlatStepNode(input, f, output, step) })
+                      node: { _FlatStepNode(input, f, output, step) })
 }
 
 /// The meetings of a step: `run(ok)` runs it here and now (`ok` false:
