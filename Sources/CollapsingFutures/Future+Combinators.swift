@@ -50,6 +50,9 @@ extension Future {
     ///   (checked first, as the original does).
     /// - If the operation fails, its token is cancelled (nothing stays
     ///   registered on `until`) and the failure is forwarded.
+    /// - A delivered success keeps its token live until `until` is
+    ///   cancelled, even when the timer fires as it arrives; only that
+    ///   token's lifetime stays registered on `until`, not the result.
     /// - A timeout of 100 years or more never fires. If the operation's
     ///   future is immortal and neither the timer nor `until` can fire, the
     ///   result is immortal.
@@ -62,18 +65,28 @@ extension Future {
         /// Claim the result, cancel the operation's token, then publish: so
         /// whoever sees the result sees the token cancelled, and what the
         /// cancel triggers (the operation failing) cannot publish first.
-        @Sendable func end(_ r: Result<Value, any Error>) {
+        /// `endsLifetimeIfLost`: `until` and the operation's failure end the
+        /// token whoever claimed the result; the timer only when it claims
+        /// it (one that fired as the operation succeeded, its payload
+        /// already handed to a global queue past `cancel()`, must not end
+        /// the lifetime of the success delivered first).
+        @Sendable func end(_ r: Result<Value, any Error>, endsLifetimeIfLost: Bool = true) {
             let won = out._claim()
-            lifetime.cancel()
+            if won || endsLifetimeIfLost { lifetime.cancel() }
             if won { out._complete(r) }
         }
-        // The result's lifetime: ended by `until`; the registration goes as
-        // soon as the lifetime ends any other way.
-        until._whenCancelledInline(unless: lifetime.token) {
+        // Two registrations on `until`, in this order (so its cancel fails
+        // the result before the operation, cancelled, can fail it): the
+        // first fails the result and goes once it settles, so a long-lived
+        // `until` keeps no delivered result or its value; the second ends
+        // the result's lifetime, holding nothing else, and goes once the
+        // lifetime ends any other way.
+        until._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             withExtendedLifetime(source) { end(.failure(CancellationError())) }
         }
+        until._whenCancelledInline(unless: lifetime.token) { lifetime.cancel() }
         let timer = _Timer.after(timeout) {
-            withExtendedLifetime(source) { end(.failure(TimeoutError())) }
+            withExtendedLifetime(source) { end(.failure(TimeoutError()), endsLifetimeIfLost: false) }
         }
         out._cancelOnSettle(timer)
         let result = operation(lifetime.token)

@@ -155,6 +155,62 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(f.hasFailedWithCancel)
     }
 
+    // Found by a review against the contract (stop 28): after a success,
+    // the registration on `until` held the result and its value until
+    // `until` settled. Only the result's lifetime stays there now.
+    @Test func untilStyleTimeoutKeepsNoDeliveredResultOnUntil() {
+        let app = CancelTokenSource()
+        let deinits = Counter()
+        let tokens = Log<CancelToken>()
+        for _ in 0..<100 {
+            let f = Future<Tracked>.withTimeout(.seconds(3600), until: app.token) { t in
+                tokens.append(t)
+                return .succeeded(Tracked(deinits))
+            }
+            #expect(f.hasResult)
+        }
+        #expect(deinits.value == 100)
+        #expect(app.token._liveRegistrationCount == 100)   // each result's lifetime
+        #expect(tokens.all.allSatisfy { !$0.isCancelled })
+        app.cancel()
+        #expect(tokens.all.allSatisfy { $0.isCancelled })
+        #expect(app.token._liveRegistrationCount == 0)
+    }
+
+    // Found by a review against the contract (stop 28): a timer that fired
+    // as the operation succeeded (its payload already handed to a global
+    // queue, past `cancel()`) cancelled the token of the success delivered
+    // first. Each round races the two; the result's token may end cancelled
+    // only when the result timed out. (Rounds where they do not overlap
+    // check nothing more than the contract; none can fail wrongly.)
+    @Test func untilStyleTimeoutNeverEndsTheLifetimeOfADeliveredSuccess() {
+        final class Round: @unchecked Sendable {
+            weak var out: Future<Int>?
+            var token: CancelToken?
+        }
+        var wrong = 0
+        for _ in 0..<1000 {
+            let round = Round()
+            var outcome: Result<Int, any Error>?
+            do {
+                let f = Future<Int>.withTimeout(.microseconds(200), until: .immortal) { t in
+                    round.token = t
+                    let s = FutureSource<Int>()
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(200)) { s.trySetResult(1) }
+                    return s.future
+                }
+                round.out = f
+                #expect(eventually { f.result != nil })
+                outcome = f.result
+            }
+            // The timer's payload holds the result: once it is freed, the
+            // payload has run (or was cancelled) and the token is final.
+            #expect(eventually { round.out == nil })
+            if case .success? = outcome, round.token!.isCancelled { wrong += 1 }
+        }
+        #expect(wrong == 0, "successes whose token a late timer cancelled")
+    }
+
     @Test func untilStyleTimeoutWhoseOperationFailsLeavesNothingOnUntil() {
         let until = CancelTokenSource()
         for _ in 0..<1000 {
