@@ -177,11 +177,19 @@ extension Future {
 
     /// Succeeds with every value, in order, once all succeed; fails as soon
     /// as one fails, with that failure; fails with `CancellationError` if
-    /// `unless` is cancelled first; immortal if an input is. Registrations
-    /// still waiting are removed as soon as the result settles either way. O(n).
+    /// `unless` is cancelled first. If an input is immortal, so is the
+    /// result — once `unless` can no longer fail it (until then, cancelling
+    /// `unless` fails it with `CancellationError`), as for a continuation of
+    /// an immortal future. Registrations still waiting on the other inputs
+    /// are removed as soon as the result settles or an input is immortal. O(n).
     public static func all(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Value]> {
-        let inputs = Array(futures)
-        return _gather(inputs, unless: unless) { out in
+        _all(Array(futures), unless: unless)._followingUnless(unless)
+    }
+
+    /// `all`'s gathered output, before `_followingUnless` (for the variadic
+    /// `all`, which removes its own registrations when this settles).
+    static func _all(_ inputs: [Future], unless: CancelToken) -> Future<[Value]> {
+        _gather(inputs, unless: unless) { out in
             let slots = _Slots<Value>(inputs.count)
             var registrations: [CancelRegistration] = []
             registrations.reserveCapacity(inputs.count)
@@ -199,8 +207,9 @@ extension Future {
     }
 
     /// Completes with the same futures once every one has completed (either
-    /// way); fails with `CancellationError` if `unless` is cancelled first;
-    /// immortal if an input is.
+    /// way); fails with `CancellationError` if `unless` is cancelled first.
+    /// Immortal if an input is, once `unless` can no longer fail it (as
+    /// `all`).
     public static func allSettled(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Future]> {
         let inputs = Array(futures)
         return _gather(inputs, unless: unless) { out in
@@ -210,7 +219,7 @@ extension Future {
                     if remaining.tick() { out._trySet(.success(inputs)) }
                 }
             }
-        }
+        }._followingUnless(unless)
     }
 
     /// What both `withTimeout` forms check before anything runs: the
@@ -237,7 +246,9 @@ extension Future {
     /// What `all` and `allSettled` share: an empty input succeeds at once,
     /// a cancelled `unless` fails at once; otherwise `register` registers
     /// one continuation per input on the new output, and those registrations
-    /// go as soon as the output settles (`_removeOnSettle`).
+    /// go as soon as the output settles (`_removeOnSettle`), which an
+    /// immortal input does at once (the caller returns it through
+    /// `_followingUnless`).
     static func _gather<E>(_ inputs: [Future], unless: CancelToken,
                            _ register: (Future<[E]>) -> [CancelRegistration]) -> Future<[E]> {
         if inputs.isEmpty { return .succeeded([]) }
@@ -245,6 +256,17 @@ extension Future {
         let out = Future<[E]>()
         out._removeOnSettle(register(out), unless: unless)
         return out
+    }
+
+    /// What `all` and `allSettled` return for their gathered output, which
+    /// an immortal input makes immortal at once (its registrations on the
+    /// other inputs go with it): with an `unless` token that can still fail
+    /// it, the same outcome through `unless(_:)`, which follows `unless` as
+    /// a continuation of an immortal future does — it fails with
+    /// `CancellationError` if `unless` is cancelled, and is immortal once it
+    /// cannot be.
+    func _followingUnless(_ unless: CancelToken) -> Future {
+        unless._owner == nil ? self : self.unless(unless)
     }
 
     /// Fails this future with `CancellationError` when `unless` is cancelled

@@ -26,14 +26,15 @@ extension Future {
     }
 
     /// Both values once both succeed; fails as soon as either fails;
-    /// immortal if either is (as `all`).
+    /// immortal if either is, once `unless` can no longer fail it (as `all`).
     public func and<U>(_ other: Future<U>, unless: CancelToken = .immortal) -> Future<(Value, U)> {
         Future.all(self, other, unless: unless)
     }
 
     /// Every value, as a tuple of their own types, once all succeed; fails as
     /// soon as one fails, with that failure; fails with `CancellationError`
-    /// if `unless` is cancelled first; immortal if an input is.
+    /// if `unless` is cancelled first; immortal if an input is, once `unless`
+    /// can no longer fail it (as `all(_:unless:)`).
     ///
     ///     let (user, avatar, feed) = try await Future.all(user, avatar, feed).get()
     public static func all<each V: Sendable>(_ first: Future, _ rest: repeat Future<each V>,
@@ -48,12 +49,12 @@ extension Future {
         }
         erase(first)
         repeat erase(each rest)
-        let all = Future<any Sendable>.all(erased, unless: unless)
+        let all = Future<any Sendable>._all(erased, unless: unless)
         // `all` removes its registrations on the erased copies when it
         // settles; these go with them, so nothing stays on an input still
         // pending (one failed, one is immortal, or `unless` fired).
         all.completionToken._removeWhenSettled(registrations)
-        return all._map { values in
+        return all._followingUnless(unless)._map { values in
             var i = 0
             func next<T>(_: T.Type) -> T {
                 i += 1

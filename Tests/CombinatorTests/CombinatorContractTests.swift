@@ -81,6 +81,52 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(longLived.future.completionToken._liveRegistrationCount == 0)
     }
 
+    // Found by a review against the contract (stop 28): with an immortal
+    // input, `all`, `allSettled`, the variadic `all` and `and` were immortal
+    // at once even when their `unless` could still fail them, and then
+    // ignored its cancel. They now follow it as a continuation of an
+    // immortal future does.
+    @Test func allWithAnImmortalInputFollowsItsUnlessLikeAContinuation() {
+        let longLived = FutureSource<Int>()
+        let gone = Droppable<String>()
+        typealias Probe = (state: () -> FutureState, failedWithCancel: () -> Bool, track: (Counter) -> Void)
+        func probe<T>(_ f: Future<T>) -> Probe { ({ f.state }, { f.hasFailedWithCancel }, { trackHandler(on: f, $0) }) }
+        let combinators: [(String, (CancelToken) -> Probe)] = [
+            ("all", { probe(Future.all([longLived.future, .immortal], unless: $0)) }),
+            ("allSettled", { probe(Future.allSettled([longLived.future, .immortal], unless: $0)) }),
+            ("variadic all", { probe(Future.all(longLived.future, Future<String>.immortal, unless: $0)) }),
+            ("and", { probe(longLived.future.and(Future<String>.immortal, unless: $0)) }),
+            ("all, input immortal later", { probe(Future.all(longLived.future, gone.future, unless: $0)) }),
+        ]
+        for (name, make) in combinators {
+            let u = CancelTokenSource()
+            let cancelled = make(u.token)
+            gone.drop()
+            #expect(cancelled.state() == .pending, "\(name): `unless` can still fail it")
+            #expect(longLived.future.completionToken._liveRegistrationCount == 0, "\(name)")
+            u.cancel()
+            #expect(cancelled.failedWithCancel(), "\(name)")
+
+            var v: CancelTokenSource? = CancelTokenSource()
+            let abandoned = make(v!.token)
+            let deinits = Counter()
+            abandoned.track(deinits)
+            #expect(abandoned.state() == .pending, "\(name)")
+            v = nil
+            #expect(abandoned.state() == .immortal, "\(name): its `unless` can no longer fail it")
+            #expect(deinits.value == 1, "\(name): its handler is freed")
+        }
+        #expect(longLived.future.completionToken._liveRegistrationCount == 0)
+        #expect(longLived.future.completionToken._linkedNodeCount <= 32)
+        // Without an immortal input, `unless` and the inputs work as before.
+        let a = FutureSource<Int>(), u = CancelTokenSource()
+        let f = Future.all([a.future, longLived.future], unless: u.token)
+        a.trySetResult(1)
+        longLived.trySetResult(2)
+        #expect(f.forceGetResult() == [1, 2])
+        #expect(u.token._liveRegistrationCount == 0)
+    }
+
     // Found by a review against the contract: the variadic `all` (and
     // `and`) wrapped each input in a conversion whose registration on the
     // input was never removed, so each settled call left one on every input

@@ -77,7 +77,8 @@ struct ThenRecord { let src: Int; let unless: Int?; let out: Future<Int>; let ra
 
 /// A combinator over pool futures `a` and `b` and what it returned.
 enum CombinatorRecord {
-    case all(a: Int, b: Int, out: Future<[Int]>)
+    /// `unless` is a token index, or nil.
+    case all(a: Int, b: Int, unless: Int?, out: Future<[Int]>)
     case race(a: Int, b: Int, out: Future<Int>)
     case ordered(a: Int, b: Int, outs: [Future<Int>])
     /// Unless-style, with a timeout that never fires: `unless` is token `u`;
@@ -284,10 +285,11 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                     target.source?.cancel()
                 }
                 mine.append(rec)
-            case 13:        // all
+            case 13:        // all (with an unless token when a & 128)
                 let fa = a % nFutures, fb = b % nFutures
-                let out = Future.all([futures[fa], futures[fb]])
-                combinatorLog.withLock { $0.append(.all(a: fa, b: fb, out: out)) }
+                let unless: Int? = a & 128 != 0 ? (b >> 4) % nTokens : nil
+                let out = Future.all([futures[fa], futures[fb]], unless: unless.map { tokensC[$0] } ?? .immortal)
+                combinatorLog.withLock { $0.append(.all(a: fa, b: fb, unless: unless, out: out)) }
             case 14:        // race over operations returning pool futures
                 let fa = a % nFutures, fb = b % nFutures
                 let fA = futures[fa], fB = futures[fb]
@@ -426,15 +428,23 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     func value(_ f: Future<Int>) -> Int? { f.result.flatMap { try? $0.get() } }
     for c in combinatorLog.withLock({ $0 }) {
         switch c {
-        case let .all(a, b, out):
+        case let .all(a, b, u, out):
             let fa = futures[a], fb = futures[b]
+            let unlessCancelled = u.map { tokens[$0].isCancelled } ?? false
             switch out.state {
             case .succeeded:
                 if out.forceGetResult() != [value(fa), value(fb)].compactMap({ $0 }) || value(fa) == nil || value(fb) == nil {
                     throw fail("all \(out) does not follow \(fa), \(fb)")
                 }
-            case .failed: if !fa.hasFailed && !fb.hasFailed { throw fail("all failed, no input did: \(fa), \(fb)") }
-            case .immortal: if fa.state != .immortal && fb.state != .immortal { throw fail("all immortal, no input is: \(fa), \(fb)") }
+            case .failed:
+                if !fa.hasFailed && !fb.hasFailed && !(unlessCancelled && out.hasFailedWithCancel) {
+                    throw fail("all failed, no input did and its unless was not cancelled: \(fa), \(fb)")
+                }
+            case .immortal:
+                if fa.state != .immortal && fb.state != .immortal { throw fail("all immortal, no input is: \(fa), \(fb)") }
+                // Like a continuation of an immortal future: its unless
+                // could still fail it, so it had to wait for that token.
+                if unlessCancelled { throw fail("all immortal although its unless was cancelled") }
             case .pending, .flattening: throw fail("all still \(out.state) with settled inputs \(fa), \(fb)")
             }
         case let .race(a, b, out):
