@@ -5,7 +5,11 @@ extension CancelToken {
     /// A token cancelled as soon as any of `tokens` is (matchFirstToCancel).
     ///
     /// Immortal as soon as it can no longer be cancelled: when every input is
-    /// immortal. Its registrations on the inputs are removed once it is cancelled.
+    /// immortal. Its registrations on the inputs are removed once it is
+    /// cancelled; until then each input that can still cancel it keeps one
+    /// (holding the result), even if every other input is immortal. For a
+    /// per-operation token that also ends with a long-lived one, prefer
+    /// `CancelTokenSource(until:)`, whose registration goes with its source.
     public static func any(_ tokens: CancelToken...) -> CancelToken { any(tokens) }
 
     /// Array form of `any(_:)`.
