@@ -75,16 +75,13 @@ extension Future {
             if won || endsLifetimeIfLost { lifetime.cancel() }
             if won { out._complete(r) }
         }
-        // Two registrations on `until`, in this order (so its cancel fails
-        // the result before the operation, cancelled, can fail it): the
-        // first fails the result and goes once it settles, so a long-lived
-        // `until` keeps no delivered result or its value; the second ends
-        // the result's lifetime, holding nothing else, and goes once the
-        // lifetime ends any other way.
+        // Until the result settles, `until` fails it (claiming it before it
+        // cancels the operation's token, so what that cancel triggers
+        // cannot publish first); the registration goes once it settles, so a
+        // long-lived `until` keeps no delivered result or its value.
         until._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             withExtendedLifetime(source) { end(.failure(CancellationError())) }
         }
-        until._whenCancelledInline(unless: lifetime.token) { lifetime.cancel() }
         let timer = _Timer.after(timeout) {
             withExtendedLifetime(source) { end(.failure(TimeoutError()), endsLifetimeIfLost: false) }
         }
@@ -94,7 +91,14 @@ extension Future {
             switch result.result {
             case .success(let v)?:
                 timer?.cancel()
-                source.trySetResult(v)        // late (timed out): cleaned up by its cancelled token
+                // A late success (timed out) is cleaned up by its cancelled
+                // token. A delivered one lasts until `until`: a registration
+                // holding only the lifetime's source, made after the result
+                // settled (a cancel of `until` meanwhile either ran the
+                // registration above, or is seen here and runs this at once).
+                if source.trySetResult(v) {
+                    until._whenCancelledInline(unless: lifetime.token) { lifetime.cancel() }
+                }
             case .failure(let e)?:
                 timer?.cancel()
                 withExtendedLifetime(source) { end(.failure(e)) }
@@ -265,8 +269,10 @@ extension Future {
     /// a continuation of an immortal future does — it fails with
     /// `CancellationError` if `unless` is cancelled, and is immortal once it
     /// cannot be.
+    /// (Already completed — no input, or `unless` already cancelled — it is
+    /// returned as it is.)
     func _followingUnless(_ unless: CancelToken) -> Future {
-        unless._owner == nil ? self : self.unless(unless)
+        unless._owner == nil || _word & _wCancelled != 0 ? self : self.unless(unless)
     }
 
     /// Fails this future with `CancellationError` when `unless` is cancelled

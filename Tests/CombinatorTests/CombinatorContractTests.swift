@@ -88,19 +88,20 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     // immortal future does.
     @Test func allWithAnImmortalInputFollowsItsUnlessLikeAContinuation() {
         let longLived = FutureSource<Int>()
-        let gone = Droppable<String>()
         typealias Probe = (state: () -> FutureState, failedWithCancel: () -> Bool, track: (Counter) -> Void)
         func probe<T>(_ f: Future<T>) -> Probe { ({ f.state }, { f.hasFailedWithCancel }, { trackHandler(on: f, $0) }) }
-        let combinators: [(String, (CancelToken) -> Probe)] = [
-            ("all", { probe(Future.all([longLived.future, .immortal], unless: $0)) }),
-            ("allSettled", { probe(Future.allSettled([longLived.future, .immortal], unless: $0)) }),
-            ("variadic all", { probe(Future.all(longLived.future, Future<String>.immortal, unless: $0)) }),
-            ("and", { probe(longLived.future.and(Future<String>.immortal, unless: $0)) }),
-            ("all, input immortal later", { probe(Future.all(longLived.future, gone.future, unless: $0)) }),
+        // Each gets a pending input of its own that dies after the call.
+        let combinators: [(String, (CancelToken, Future<String>) -> Probe)] = [
+            ("all", { u, _ in probe(Future.all([longLived.future, .immortal], unless: u)) }),
+            ("allSettled", { u, _ in probe(Future.allSettled([longLived.future, .immortal], unless: u)) }),
+            ("variadic all", { u, _ in probe(Future.all(longLived.future, Future<String>.immortal, unless: u)) }),
+            ("and", { u, _ in probe(longLived.future.and(Future<String>.immortal, unless: u)) }),
+            ("all, input immortal later", { u, later in probe(Future.all(longLived.future, later, unless: u)) }),
+            ("and, input immortal later", { u, later in probe(longLived.future.and(later, unless: u)) }),
         ]
         for (name, make) in combinators {
-            let u = CancelTokenSource()
-            let cancelled = make(u.token)
+            let u = CancelTokenSource(), gone = Droppable<String>()
+            let cancelled = make(u.token, gone.future)
             gone.drop()
             #expect(cancelled.state() == .pending, "\(name): `unless` can still fail it")
             #expect(longLived.future.completionToken._liveRegistrationCount == 0, "\(name)")
@@ -108,7 +109,9 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
             #expect(cancelled.failedWithCancel(), "\(name)")
 
             var v: CancelTokenSource? = CancelTokenSource()
-            let abandoned = make(v!.token)
+            let goneToo = Droppable<String>()
+            let abandoned = make(v!.token, goneToo.future)
+            goneToo.drop()
             let deinits = Counter()
             abandoned.track(deinits)
             #expect(abandoned.state() == .pending, "\(name)")
@@ -125,6 +128,12 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         longLived.trySetResult(2)
         #expect(f.forceGetResult() == [1, 2])
         #expect(u.token._liveRegistrationCount == 0)
+        // No input, or `unless` already cancelled: as before.
+        #expect(Future<Int>.all([], unless: u.token).forceGetResult() == [])
+        let cancelledToken = CancelTokenSource()
+        cancelledToken.cancel()
+        #expect(Future<Int>.allSettled([], unless: cancelledToken.token).forceGetResult().isEmpty)
+        #expect(Future.all([longLived.future], unless: cancelledToken.token).hasFailedWithCancel)
     }
 
     // Found by a review against the contract: the variadic `all` (and
