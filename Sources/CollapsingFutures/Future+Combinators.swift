@@ -131,6 +131,8 @@ extension Future {
     ///   immortal too.
     /// - An already-cancelled `unless` fails with `CancellationError` and a
     ///   zero timeout with `TimeoutError`, without running `operation`.
+    /// - Once the operation has answered, neither the timer (even one that
+    ///   fired as it answered) nor `unless` cancels its token.
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         if let refused = _refused(timeout, unless, of: "Future.withTimeout(_:unless:_:)") { return refused }
@@ -165,7 +167,7 @@ extension Future {
             // the answer does not depend on whether the timer's payload has
             // run yet. Without a timer (never), a cancel is the operation's own.
             let timedOut: Bool
-            switch stop.reason {
+            switch stop.finish() {
             case .timeout?: timedOut = true
             case .unless?: timedOut = false
             case nil: timedOut = timer != nil && !unless.isCancelled
@@ -389,8 +391,8 @@ extension Sequence {
     public func orderedByCompletion<V>(unless: CancelToken = .immortal) -> [Future<V>] where Element == Future<V> {
         let inputs = Array(self)
         if inputs.isEmpty { return [] }
-        let ordered = _Ordered<V>(inputs.count)
-        let outs = ordered.outs
+        let outs = inputs.map { _ in Future<V>() }
+        let ordered = _Ordered(outs)
         if unless.isCancelled {
             ordered.cancelRest()
             return outs

@@ -266,6 +266,50 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(wrong == 0, "successes whose token a late timer cancelled")
     }
 
+    // Found by a review (stop 28), the same root cause as the until-style
+    // timer above: in the unless-style form a timer that fired as the
+    // operation answered cancelled its token after the answer was being
+    // delivered. Now a stop after the answer is refused. (The window is a
+    // few instructions wide, so the mechanism is tested directly.)
+    @Test func unlessStyleStopsNothingOnceTheOperationHasAnswered() {
+        let answeredFirst = _TimeoutStop()
+        #expect(answeredFirst.finish() == nil)
+        #expect(answeredFirst.stop(.timeout) == nil)   // nothing to cancel
+        #expect(answeredFirst.stop(.unless) == nil)
+
+        let stoppedFirst = _TimeoutStop()
+        #expect(stoppedFirst.stop(.timeout) == false)  // cancel; the future is not gone
+        #expect(stoppedFirst.stop(.unless) == nil)     // the first reason only
+        #expect(stoppedFirst.finish() == .timeout)     // the answer sees why it was stopped
+
+        let goneFirst = _TimeoutStop()
+        #expect(goneFirst.operationGone() == nil)
+        #expect(goneFirst.stop(.unless) == true)       // the stop completes the result
+    }
+
+    // Found by a review (stop 28), the same root cause as the until-style
+    // registration above: with an input that can no longer fill the last
+    // result and a long-lived `unless`, the registration on `unless` kept
+    // every result already filled, and its value, until `unless` ended.
+    @Test func orderedByCompletionKeepsNoFilledResultOnALiveUnless() {
+        let app = CancelTokenSource()
+        let a = FutureSource<Int>(), b = FutureSource<Int>(), gone = Droppable<Int>()
+        var outs: [Future<Int>]? = [a.future, gone.future, b.future].orderedByCompletion(unless: app.token)
+        a.trySetResult(1)
+        b.trySetResult(2)
+        gone.drop()
+        weak let first = outs![0], second = outs![1]
+        let last = outs![2]
+        #expect(first?.forceGetResult() == 1 && second?.forceGetResult() == 2)
+        #expect(last.state == .pending)   // `app` can still cancel it
+        outs = nil
+        #expect(first == nil && second == nil, "filled results kept by the registration on `unless`")
+        #expect(app.token._liveRegistrationCount == 1)
+        app.cancel()
+        #expect(last.hasFailedWithCancel)
+        #expect(app.token._liveRegistrationCount == 0)
+    }
+
     @Test func untilStyleTimeoutWhoseOperationFailsLeavesNothingOnUntil() {
         let until = CancelTokenSource()
         for _ in 0..<1000 {
