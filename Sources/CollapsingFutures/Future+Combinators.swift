@@ -131,8 +131,9 @@ extension Future {
     ///   immortal too.
     /// - An already-cancelled `unless` fails with `CancellationError` and a
     ///   zero timeout with `TimeoutError`, without running `operation`.
-    /// - Once the operation has answered, neither the timer (even one that
-    ///   fired as it answered) nor `unless` cancels its token.
+    /// - The operation's token is cancelled, if at all, before its answer is
+    ///   delivered: after that neither the timer (even one that fired as it
+    ///   answered) nor `unless` cancels it.
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         if let refused = _refused(timeout, unless, of: "Future.withTimeout(_:unless:_:)") { return refused }
@@ -166,8 +167,14 @@ extension Future {
             // `unless` was cancelled (only those two cancel its token), so
             // the answer does not depend on whether the timer's payload has
             // run yet. Without a timer (never), a cancel is the operation's own.
+            // A stop recorded first may not have cancelled the token yet:
+            // cancel it here, before the answer is published (the
+            // stopper's own cancel is then a no-op), so nothing cancels it
+            // after the answer.
+            let stoppedBy = stop.finish()
+            if stoppedBy != nil { attempt.cancel() }
             let timedOut: Bool
-            switch stop.finish() {
+            switch stoppedBy {
             case .timeout?: timedOut = true
             case .unless?: timedOut = false
             case nil: timedOut = timer != nil && !unless.isCancelled

@@ -132,6 +132,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(Future<Int>.all([], unless: u.token).forceGetResult() == [])
         let cancelledToken = CancelTokenSource()
         cancelledToken.cancel()
+        #expect(Future<Int>.all([], unless: cancelledToken.token).forceGetResult() == [])
         #expect(Future<Int>.allSettled([], unless: cancelledToken.token).forceGetResult().isEmpty)
         #expect(Future.all([longLived.future], unless: cancelledToken.token).hasFailedWithCancel)
     }
@@ -230,6 +231,21 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         app.cancel()
         #expect(tokens.all.allSatisfy { $0.isCancelled })
         #expect(app.token._liveRegistrationCount == 0)
+    }
+
+    /// The lifetime's registration on `until` is made once the success is
+    /// delivered: a cancel of `until` by the result's own continuation,
+    /// right then, still ends it.
+    @Test func untilStyleTimeoutEndsALifetimeWhoseUntilIsCancelledAsTheSuccessArrives() {
+        let until = CancelTokenSource()
+        let s = FutureSource<Int>()
+        let token = Log<CancelToken>()
+        let f = Future<Int>.withTimeout(.seconds(3600), until: until.token) { t in token.append(t); return s.future }
+        f.thenDo(on: .completingThread) { _ in until.cancel() }
+        s.trySetResult(1)
+        #expect(f.forceGetResult() == 1)
+        #expect(token.all.first?.isCancelled == true)
+        #expect(until.token._liveRegistrationCount == 0)
     }
 
     // Found by a review against the contract (stop 28): a timer that fired

@@ -34,7 +34,9 @@ final class _TimeoutStop: Sendable {
 
     /// Records that the operation's future completed; returns the reason
     /// recorded before, if any (one read-modify-write: a stop either came
-    /// first and is returned, or comes after and does nothing).
+    /// first and is returned, or comes after and does nothing). A stop
+    /// returned here may not have cancelled the token yet: the caller
+    /// cancels it before publishing the answer.
     func finish() -> Reason? {
         Reason(rawValue: word.bitwiseOr(_TimeoutStop.finished, ordering: .acquiringAndReleasing).oldValue & 3)
     }
