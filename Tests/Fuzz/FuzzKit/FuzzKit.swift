@@ -80,7 +80,8 @@ enum CombinatorRecord {
     /// `unless` is a token index, or nil.
     case all(a: Int, b: Int, unless: Int?, out: Future<[Int]>)
     case race(a: Int, b: Int, out: Future<Int>)
-    case ordered(a: Int, b: Int, outs: [Future<Int>])
+    /// `unless` is a token index, or nil.
+    case ordered(a: Int, b: Int, unless: Int?, outs: [Future<Int>])
     /// Unless-style, with a timeout that never fires: `unless` is token `u`;
     /// `called` counts calls of the operation (none if `u` was already
     /// cancelled when the call was made).
@@ -295,10 +296,11 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 let fA = futures[fa], fB = futures[fb]
                 let out = Future<Int>.race([{ _ in fA }, { _ in fB }])
                 combinatorLog.withLock { $0.append(.race(a: fa, b: fb, out: out)) }
-            case 15:        // orderedByCompletion
+            case 15:        // orderedByCompletion (with an unless token when a & 128)
                 let fa = a % nFutures, fb = b % nFutures
-                let outs = [futures[fa], futures[fb]].orderedByCompletion()
-                combinatorLog.withLock { $0.append(.ordered(a: fa, b: fb, outs: outs)) }
+                let unless: Int? = a & 128 != 0 ? (b >> 4) % nTokens : nil
+                let outs = [futures[fa], futures[fb]].orderedByCompletion(unless: unless.map { tokensC[$0] } ?? .immortal)
+                combinatorLog.withLock { $0.append(.ordered(a: fa, b: fb, unless: unless, outs: outs)) }
             case 16:        // unless-style withTimeout whose timer never fires
                 let fa = a % nFutures
                 let fA = futures[fa]
@@ -455,9 +457,24 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
             case .immortal: if fa.hasResult || fb.hasResult || (fa.hasFailed && fb.hasFailed) { throw fail("race immortal with inputs \(fa), \(fb)") }
             case .pending, .flattening: throw fail("race still \(out.state) with settled inputs \(fa), \(fb)")
             }
-        case let .ordered(a, b, outs):
+        case let .ordered(a, b, u, outs):
             let ins = [futures[a], futures[b]]
             if outs.contains(where: { $0.state == .pending || $0.state == .flattening }) { throw fail("orderedByCompletion left \(outs) pending") }
+            // Pool futures never fail: a failure is a cancel by `unless`.
+            if let firstCancelled = outs.firstIndex(where: { $0.hasFailed }) {
+                guard let u, tokens[u].isCancelled else { throw fail("orderedByCompletion \(outs) failed, its unless was not cancelled") }
+                if outs.contains(where: { $0.state == .immortal }) { throw fail("orderedByCompletion \(outs) immortal after its unless was cancelled") }
+                if outs[firstCancelled...].contains(where: { !$0.hasFailedWithCancel }) {
+                    throw fail("orderedByCompletion \(outs) filled a result after one its unless cancelled")
+                }
+                // The results filled first hold input values, each input's once.
+                var left = ins.compactMap(value)
+                for v in outs.compactMap(value) {
+                    guard let i = left.firstIndex(of: v) else { throw fail("orderedByCompletion \(outs) holds a value no input has: \(ins)") }
+                    left.remove(at: i)
+                }
+                continue
+            }
             let inValues = ins.compactMap(value).sorted(), outValues = outs.compactMap(value).sorted()
             let count: ([Future<Int>], FutureState) -> Int = { fs, st in fs.filter { $0.state == st }.count }
             if inValues != outValues || count(ins, .failed) != count(outs, .failed) || count(ins, .immortal) != count(outs, .immortal) {
