@@ -86,6 +86,10 @@ enum CombinatorRecord {
     /// `called` counts calls of the operation (none if `u` was already
     /// cancelled when the call was made).
     case timeout(a: Int, u: Int, called: Cell, out: Future<Int>)
+    /// Until-style, with a timeout that never fires: `until` is token `u`;
+    /// `lifetime` is the token the operation got (none if `u` was already
+    /// cancelled when the call was made).
+    case untilTimeout(a: Int, u: Int, lifetime: Locked<CancelToken?>, out: Future<Int>)
     /// The collapsing `then`: `out` takes on pool future `b` once `a`
     /// succeeds; `unless` is a token index, or nil; `ran` counts calls.
     case flatThen(a: Int, b: Int, unless: Int?, ran: Cell, out: Future<Int>)
@@ -301,6 +305,15 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 let unless: Int? = a & 128 != 0 ? (b >> 4) % nTokens : nil
                 let outs = [futures[fa], futures[fb]].orderedByCompletion(unless: unless.map { tokensC[$0] } ?? .immortal)
                 combinatorLog.withLock { $0.append(.ordered(a: fa, b: fb, unless: unless, outs: outs)) }
+            case 16 where variant == 1:  // until-style withTimeout whose timer never fires
+                let fa = a % nFutures
+                let fA = futures[fa]
+                let lifetime = Locked<CancelToken?>(nil)
+                let out = Future<Int>.withTimeout(.seconds(Int64.max), until: tokensC[ui]) { t in
+                    lifetime.withLock { $0 = t }
+                    return fA
+                }
+                combinatorLog.withLock { $0.append(.untilTimeout(a: fa, u: ui, lifetime: lifetime, out: out)) }
             case 16:        // unless-style withTimeout whose timer never fires
                 let fa = a % nFutures
                 let fA = futures[fa]
@@ -481,6 +494,24 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 throw fail("orderedByCompletion \(outs) does not match \(ins)")
             }
             if outs[0].state == .immortal && outs[1].state != .immortal { throw fail("orderedByCompletion filled a later slot before an earlier one") }
+        case let .untilTimeout(a, u, lifetime, out):
+            let fa = futures[a], until = tokens[u]
+            guard let l = lifetime.withLock({ $0 }) else {
+                if !out.hasFailedWithCancel || !until.isCancelled { throw fail("until-style withTimeout did not run its operation, yet is \(out)") }
+                continue
+            }
+            // The operation's result lasts until `until`: its token ends
+            // (cancelled) exactly when `until` was cancelled, whatever came
+            // first; a result `until` failed is a cancel.
+            if l.isCancelled != until.isCancelled {
+                throw fail("until-style withTimeout: the operation's token is \(l.state) while until is \(until.state) (result \(out))")
+            }
+            switch out.state {
+            case .succeeded: if value(out) != value(fa) { throw fail("until-style withTimeout \(out) does not deliver \(fa)") }
+            case .failed: if !out.hasFailedWithCancel || !until.isCancelled { throw fail("until-style withTimeout \(out) failed, until is \(until.state)") }
+            case .immortal: if fa.state != .immortal || until.isCancelled { throw fail("until-style withTimeout immortal with \(fa), until \(until.state)") }
+            case .pending, .flattening: throw fail("until-style withTimeout still \(out.state) with settled inputs")
+            }
         case let .timeout(a, u, called, out):
             let fa = futures[a]
             if called.load() > 1 { throw fail("withTimeout ran its operation \(called.load()) times") }
