@@ -7,7 +7,8 @@ extension CancelToken {
     /// Immortal as soon as it can no longer be cancelled: when every input is
     /// immortal. Its registrations on the inputs are removed once it is
     /// cancelled; until then each input that can still cancel it keeps one
-    /// (holding the result), even if every other input is immortal. For a
+    /// (holding the result's source), even if every other input is
+    /// immortal. For a
     /// per-operation token that also ends with a long-lived one, prefer
     /// `CancelTokenSource(until:)`, whose registration goes with its source.
     public static func any(_ tokens: CancelToken...) -> CancelToken { any(tokens) }

@@ -163,16 +163,16 @@ extension Future {
                 return
             }
             timer?.cancel()
-            // As the original: a cancelled operation timed out unless
-            // `unless` was cancelled (only those two cancel its token), so
-            // the answer does not depend on whether the timer's payload has
-            // run yet. Without a timer (never), a cancel is the operation's own.
             // A stop recorded first may not have cancelled the token yet:
             // cancel it here, before the answer is published (the
             // stopper's own cancel is then a no-op), so nothing cancels it
             // after the answer.
             let stoppedBy = stop.finish()
             if stoppedBy != nil { attempt.cancel() }
+            // As the original: a cancelled operation timed out unless
+            // `unless` was cancelled (only those two cancel its token), so
+            // the answer does not depend on whether the timer's payload has
+            // run yet. Without a timer (never), a cancel is the operation's own.
             let timedOut: Bool
             switch stoppedBy {
             case .timeout?: timedOut = true

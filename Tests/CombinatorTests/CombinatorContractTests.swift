@@ -90,7 +90,8 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         let longLived = FutureSource<Int>()
         typealias Probe = (state: () -> FutureState, failedWithCancel: () -> Bool, track: (Counter) -> Void)
         func probe<T>(_ f: Future<T>) -> Probe { ({ f.state }, { f.hasFailedWithCancel }, { trackHandler(on: f, $0) }) }
-        // Each gets a pending input of its own that dies after the call.
+        // Each gets a pending input of its own that dies after the call
+        // (used by the "immortal later" cases).
         let combinators: [(String, (CancelToken, Future<String>) -> Probe)] = [
             ("all", { u, _ in probe(Future.all([longLived.future, .immortal], unless: u)) }),
             ("allSettled", { u, _ in probe(Future.allSettled([longLived.future, .immortal], unless: u)) }),
@@ -284,9 +285,40 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
 
     // Found by a review (stop 28), the same root cause as the until-style
     // timer above: in the unless-style form a timer that fired as the
-    // operation answered cancelled its token after the answer was being
-    // delivered. Now a stop after the answer is refused. (The window is a
-    // few instructions wide, so the mechanism is tested directly.)
+    // operation answered (its payload queued) cancelled its token after the
+    // answer was delivered. Now the token is cancelled, if at all, before
+    // the answer: its state when the result is delivered is final. Each
+    // round races the two; rounds where they do not overlap cannot fail.
+    @Test func unlessStyleTimeoutNeverCancelsTheTokenOfADeliveredAnswer() {
+        final class Round: @unchecked Sendable {
+            weak var out: Future<Int>?
+            var token: CancelToken?
+            let cancelledAtDelivery = Log<Bool>()   // written on the completing thread
+        }
+        var changed = 0
+        for _ in 0..<1000 {
+            let round = Round()
+            do {
+                let f = Future<Int>.withTimeout(.microseconds(200)) { t in
+                    round.token = t
+                    let s = FutureSource<Int>()
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(200)) { s.trySetResult(1) }
+                    return s.future
+                }
+                f.finallyDo(on: .completingThread) { _ in round.cancelledAtDelivery.append(round.token!.isCancelled) }
+                round.out = f
+                #expect(eventually { f.result != nil })
+            }
+            // The timer's payload holds the result: once it is freed, the
+            // payload has run (or was cancelled) and the token is final.
+            #expect(eventually { round.out == nil })
+            if round.cancelledAtDelivery.all != [round.token!.isCancelled] { changed += 1 }
+        }
+        #expect(changed == 0, "answers whose token a late timer cancelled after delivery")
+    }
+
+    /// The mechanism: a stop recorded after the answer is refused; one
+    /// recorded before is returned to the answer, which cancels the token.
     @Test func unlessStyleStopsNothingOnceTheOperationHasAnswered() {
         let answeredFirst = _TimeoutStop()
         #expect(answeredFirst.finish() == nil)

@@ -34,7 +34,8 @@ final class _Ordered<V: Sendable>: @unchecked Sendable {
     }
 
     /// `unless` was cancelled: every result not yet claimed fails (a result
-    /// whose input has just claimed it is that input's).
+    /// whose input has just claimed it is that input's). (Relaxed, as in
+    /// `fill`: the claims' order on `next` is all that matters.)
     func cancelRest() {
         let first = next.add(slots.count, ordering: .relaxed).oldValue
         for i in min(first, slots.count)..<slots.count {

@@ -36,7 +36,9 @@ final class _TimeoutStop: Sendable {
     /// recorded before, if any (one read-modify-write: a stop either came
     /// first and is returned, or comes after and does nothing). A stop
     /// returned here may not have cancelled the token yet: the caller
-    /// cancels it before publishing the answer.
+    /// cancels it before publishing the answer. (Acquire-release like the
+    /// other operations on the word, though it publishes no data: only the
+    /// order of the marks in the word's one modification order matters.)
     func finish() -> Reason? {
         Reason(rawValue: word.bitwiseOr(_TimeoutStop.finished, ordering: .acquiringAndReleasing).oldValue & 3)
     }
