@@ -16,7 +16,7 @@ final class _Ordered<V: Sendable>: @unchecked Sendable {
 
     init(_ outs: [Future<V>]) {
         slots = .allocate(capacity: outs.count)
-        _ = slots.initialize(from: outs.map { Optional($0) })
+        _ = slots.initialize(from: outs.lazy.map { Optional($0) })
     }
 
     deinit {

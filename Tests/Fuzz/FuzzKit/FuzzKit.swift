@@ -202,6 +202,8 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     let flattenLog = Locked<[(Int, Int, Bool)]>([])
 
     let tokensC = tokens, boxesC = boxes
+    /// Pool token `i` as an `unless:` argument (`.immortal` for none).
+    func unlessToken(_ i: Int?) -> CancelToken { i.map { tokensC[$0] } ?? .immortal }
     func body(_ me: Int) {
         var mine: [HandlerRecord] = []
         let p = programs[me]
@@ -211,6 +213,8 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
             k += 3
             let now = step.add(1, ordering: .relaxed).newValue
             let ti = a % nTokens, ui = b % nTokens
+            // The combinators' optional `unless` token (when a & 128).
+            let combinatorUnless: Int? = a & 128 != 0 ? (b >> 4) % nTokens : nil
             switch op {
             case 0, 1, 2:   // register plain / unless / on:
                 let unless: Int? = op == 1 ? ui : nil
@@ -222,7 +226,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                     rec.runStep.store(seq.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
                 }
                 rec.registration = tokensC[ti].whenCancelled(on: op == 2 ? queue : nil,
-                                                               unless: unless.map { tokensC[$0] } ?? .immortal, h)
+                                                               unless: unlessToken(unless), h)
                 mine.append(rec)
             case 3, 4:      // remove one of mine
                 guard !mine.isEmpty else { continue }
@@ -247,7 +251,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 let cap = Captured(d)
                 let unless: Int? = b & 1 == 1 ? (b >> 1) % nTokens : nil
                 let inner = futures[fj], innermost = futures[fk], viaFinally = a & 64 != 0
-                let out = futures[fi].then(unless: unless.map { tokensC[$0] } ?? .immortal) { (_: Int) -> Future<Int> in
+                let out = futures[fi].then(unless: unlessToken(unless)) { (_: Int) -> Future<Int> in
                     _ = cap; ran.add()
                     if viaFinally {
                         return inner.finally { (_: Future<Int>) -> Future<Int> in
@@ -263,7 +267,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 let cap = Captured(d)
                 let unless: Int? = b & 1 == 1 ? (b >> 1) % nTokens : nil
                 let inner = futures[fj]
-                let out = futures[fi].then(unless: unless.map { tokensC[$0] } ?? .immortal) { (_: Int) -> Future<Int> in
+                let out = futures[fi].then(unless: unlessToken(unless)) { (_: Int) -> Future<Int> in
                     _ = cap; ran.add(); return inner
                 }
                 combinatorLog.withLock { $0.append(.flatThen(a: fi, b: fj, unless: unless, ran: ran, out: out)) }
@@ -272,7 +276,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 let ran = Cell(0), released = Cell(0)
                 let cap = Captured(d, released: released)
                 let unless: Int? = b & 1 == 1 ? (b >> 1) % nTokens : nil
-                let out = futures[fi].then(unless: unless.map { tokensC[$0] } ?? .immortal) { (x: Int) -> Int in
+                let out = futures[fi].then(unless: unlessToken(unless)) { (x: Int) -> Int in
                     _ = cap; ran.add(); return x + 1
                 }
                 thenLog.withLock { $0.append(ThenRecord(src: fi, unless: unless, out: out, ran: ran, released: released)) }
@@ -292,9 +296,8 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 mine.append(rec)
             case 13:        // all (with an unless token when a & 128)
                 let fa = a % nFutures, fb = b % nFutures
-                let unless: Int? = a & 128 != 0 ? (b >> 4) % nTokens : nil
-                let out = Future.all([futures[fa], futures[fb]], unless: unless.map { tokensC[$0] } ?? .immortal)
-                combinatorLog.withLock { $0.append(.all(a: fa, b: fb, unless: unless, out: out)) }
+                let out = Future.all([futures[fa], futures[fb]], unless: unlessToken(combinatorUnless))
+                combinatorLog.withLock { $0.append(.all(a: fa, b: fb, unless: combinatorUnless, out: out)) }
             case 14:        // race over operations returning pool futures
                 let fa = a % nFutures, fb = b % nFutures
                 let fA = futures[fa], fB = futures[fb]
@@ -302,9 +305,8 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 combinatorLog.withLock { $0.append(.race(a: fa, b: fb, out: out)) }
             case 15:        // orderedByCompletion (with an unless token when a & 128)
                 let fa = a % nFutures, fb = b % nFutures
-                let unless: Int? = a & 128 != 0 ? (b >> 4) % nTokens : nil
-                let outs = [futures[fa], futures[fb]].orderedByCompletion(unless: unless.map { tokensC[$0] } ?? .immortal)
-                combinatorLog.withLock { $0.append(.ordered(a: fa, b: fb, unless: unless, outs: outs)) }
+                let outs = [futures[fa], futures[fb]].orderedByCompletion(unless: unlessToken(combinatorUnless))
+                combinatorLog.withLock { $0.append(.ordered(a: fa, b: fb, unless: combinatorUnless, outs: outs)) }
             case 16 where variant == 1:  // until-style withTimeout whose timer never fires
                 let fa = a % nFutures
                 let fA = futures[fa]
