@@ -190,11 +190,13 @@ extension Future {
 
     /// Succeeds with every value, in order, once all succeed; fails as soon
     /// as one fails, with that failure; fails with `CancellationError` if
-    /// `unless` is cancelled first. If an input is immortal, so is the
-    /// result — once `unless` can no longer fail it (until then, cancelling
-    /// `unless` fails it with `CancellationError`), as for a continuation of
-    /// an immortal future. Registrations still waiting on the other inputs
-    /// are removed as soon as the result settles or an input is immortal. O(n).
+    /// `unless` is cancelled first. An input that has already failed when
+    /// this is called fails it wherever it stands in `futures`. Otherwise,
+    /// if an input is immortal, so is the result — once `unless` can no
+    /// longer fail it (until then, cancelling `unless` fails it with
+    /// `CancellationError`), as for a continuation of an immortal future.
+    /// Registrations still waiting on the other inputs are removed as soon
+    /// as the result settles or an input is immortal. O(n).
     public static func all(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Value]> {
         _all(Array(futures), unless: unless)._followingUnless(unless)
     }
@@ -203,6 +205,13 @@ extension Future {
     /// `all`, which removes its own registrations when this settles).
     static func _all(_ inputs: [Future], unless: CancelToken) -> Future<[Value]> {
         _gather(inputs, unless: unless) { out in
+            // An input that has already failed decides the result wherever
+            // it stands in the sequence: an immortal input before it, which
+            // makes the output immortal at once, must not hide it (the
+            // outcome must not depend on the inputs' order).
+            for f in inputs where f._word & _wCancelled != 0 {
+                if let e = f._error { out._trySet(.failure(e)); return [] }
+            }
             let slots = _Slots<Value>(inputs.count)
             var registrations: [CancelRegistration] = []
             registrations.reserveCapacity(inputs.count)

@@ -25,16 +25,18 @@ extension Future {
         return out
     }
 
-    /// Both values once both succeed; fails as soon as either fails;
-    /// immortal if either is, once `unless` can no longer fail it (as `all`).
+    /// Both values once both succeed; fails as soon as either fails (one
+    /// already failed wins over an immortal one, in either order); immortal
+    /// if either is, once `unless` can no longer fail it (as `all`).
     public func and<U>(_ other: Future<U>, unless: CancelToken = .immortal) -> Future<(Value, U)> {
         Future.all(self, other, unless: unless)
     }
 
     /// Every value, as a tuple of their own types, once all succeed; fails as
     /// soon as one fails, with that failure; fails with `CancellationError`
-    /// if `unless` is cancelled first; immortal if an input is, once `unless`
-    /// can no longer fail it (as `all(_:unless:)`).
+    /// if `unless` is cancelled first; immortal if an input is and none has
+    /// already failed, once `unless` can no longer fail it (as
+    /// `all(_:unless:)`).
     ///
     ///     let (user, avatar, feed) = try await Future.all(user, avatar, feed).get()
     public static func all<each V: Sendable>(_ first: Future, _ rest: repeat Future<each V>,

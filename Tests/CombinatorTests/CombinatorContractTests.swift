@@ -81,6 +81,36 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(longLived.future.completionToken._liveRegistrationCount == 0)
     }
 
+    // Found by a review against the contract (stop 29): an immortal input
+    // made `all` immortal at once, so an already-failed input after it was
+    // never seen: `all([.immortal, .failed(e)])` was immortal while
+    // `all([.failed(e), .immortal])` failed. An input that has already
+    // failed now decides the result wherever it stands.
+    @Test func allFailsWithAnAlreadyFailedInputWhereverAnImmortalOneStands() {
+        let e = TestError(code: 7), later = TestError(code: 1)
+        func failure<T>(_ f: Future<T>) -> TestError? {
+            if case .failure(let error)? = f.result { return error as? TestError }
+            return nil
+        }
+        let failed = Future<Int>.failed(e)
+        #expect(failure(Future.all([.immortal, failed])) == e)
+        #expect(failure(Future.all([failed, .immortal])) == e)
+        #expect(failure(Future.all([.immortal, .succeeded(1), failed, .failed(later)])) == e,
+                "the first failure in input order")
+        let u = CancelTokenSource()
+        #expect(failure(Future.all([.immortal, failed], unless: u.token)) == e)
+        #expect(failure(Future.all(Future<String>.immortal, failed)) == e)
+        #expect(failure(Future<String>.immortal.and(failed)) == e)
+        // Nothing stays on a pending input when the failure is seen first.
+        let longLived = FutureSource<Int>()
+        #expect(Future.all([longLived.future, .immortal, failed]).hasFailed)
+        #expect(longLived.future.completionToken._liveRegistrationCount == 0)
+        // Without an already-failed input, an immortal one still makes it
+        // immortal at once (issue 11), and allSettled waits for every input.
+        #expect(Future.all([.immortal, longLived.future]).state == .immortal)
+        #expect(Future.allSettled([.immortal, failed]).state == .immortal)
+    }
+
     // Found by a review against the contract (stop 28): with an immortal
     // input, `all`, `allSettled`, the variadic `all` and `and` were immortal
     // at once even when their `unless` could still fail them, and then
