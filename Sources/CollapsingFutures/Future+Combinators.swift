@@ -149,6 +149,10 @@ extension Future {
         out._cancelOnSettle(timer)
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             guard let gone = stop.stop(.unless) else { return }
+            // The timer can do nothing any more: it goes now, with what its
+            // payload holds, rather than at a deadline that may be hours
+            // away (the result may still wait for the operation to confirm).
+            timer?.cancel()
             attempt.cancel()
             if gone { source.trySetFailedWithCancel() }
         }
