@@ -42,7 +42,7 @@ extension Future {
     public convenience init(isolation: isolated (any Actor)? = #isolation,
                             @_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
         self.init()
-        _startTask(isolation: isolation, priority: nil, operation) { [self] r in _trySet(r) }
+        _startTask(isolation: isolation, priority: nil, cancelledBy: .immortal, operation) { [self] r in _trySet(r) }
     }
 
     /// A future completed by `operation`, run in a new Task that `token`
@@ -57,7 +57,7 @@ extension Future {
             _trySet(.failure(CancellationError()))
             return
         }
-        let task = _startTask(isolation: isolation, priority: nil, operation) { [self] r in _trySet(r) }
+        let task = _startTask(isolation: isolation, priority: nil, cancelledBy: token, operation) { [self] r in _trySet(r) }
         token._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) { [self] in
             task.cancel()
             self._trySet(.failure(CancellationError()))

@@ -32,7 +32,7 @@ extension Task where Failure == any Error {
     public init(isolation: isolated (any Actor)? = #isolation, until token: CancelToken, priority: TaskPriority? = nil,
                 @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Success) {
         let registration = _TaskRegistration()
-        self = _startTask(isolation: isolation, priority: priority, operation) { _ in registration.finish() }
+        self = _startTask(isolation: isolation, priority: priority, cancelledBy: token, operation) { _ in registration.finish() }
         let task = self
         // Bookkeeping, not a user handler: inline on the cancelling thread
         // (a main-queue hop would never run under a blocked main thread).

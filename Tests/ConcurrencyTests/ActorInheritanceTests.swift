@@ -44,7 +44,82 @@ import TestSupport
     }
 }
 
+/// An actor (not a global one) that starts work bound to its lifetime.
+/// `#isolation` in its methods is the actor itself.
+actor Feed {
+    let lifetime = CancelTokenSource(cancelOnDeinit: true)
+    let deinits: Counter
+    var count = 0
+    init(_ deinits: Counter) { self.deinits = deinits }
+    deinit { deinits.increment() }
+    func noop() {}
+
+    /// `[weak self]`: not isolated to the actor (as with `Task { }`), and
+    /// nothing may keep the actor alive while it waits.
+    func follow(_ value: Future<Int>) -> Task<Void, any Error> {
+        Task(until: lifetime.token) { [weak self] in
+            _ = try await value.get()
+            await self?.noop()
+        }
+    }
+
+    func load(_ value: Future<Int>) -> Future<Int> {
+        Future(until: lifetime.token) { [weak self] in
+            let v = try await value.get()
+            await self?.noop()
+            return v
+        }
+    }
+
+    func loadUnbound(_ value: Future<Int>) -> Future<Int> {
+        Future { [weak self] in
+            let v = try await value.get()
+            await self?.noop()
+            return v
+        }
+    }
+
+    /// A strong capture isolates the operation to the actor (it compiles
+    /// only because the operation touches `count` synchronously): it runs
+    /// there, as `Task { self... }` would.
+    func bump() -> Future<Int> {
+        Future { self.count += 1; return self.count }
+    }
+}
+
 @Suite struct ActorInheritance {
+    /// Found by a review against the contract (stop 29): the task's wrapper
+    /// used the caller's isolation (to start on the caller's actor), which
+    /// in an actor method is the actor itself, so a `[weak self]` task kept
+    /// its actor alive until it ended — and one bound to the actor's own
+    /// lifetime never ended: the cycle `Task(until:)` exists to avoid.
+    @Test func weakSelfWorkStartedInAnActorDoesNotKeepItAlive() async throws {
+        let deinits = Counter()
+        let never = FutureSource<Int>()
+        var feed: Feed? = Feed(deinits)
+        let task = await feed!.follow(never.future)
+        let loaded = await feed!.load(never.future)
+        let unbound = await feed!.loadUnbound(never.future)
+        feed = nil
+        let freed = await eventually { deinits.value == 1 }
+        #expect(freed, "the actor outlives its lifetime-bound task")
+        // (Let the leaked work end rather than hang the test.)
+        guard freed else { never.trySetResult(0); task.cancel(); return }
+        // Its lifetime was cancelled by its deinit: what it bound ends.
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(loaded.hasFailedWithCancel)
+        #expect(unbound.state == .pending)   // bound to nothing: it waits
+        never.trySetResult(3)
+        #expect(try await unbound.get() == 3)
+    }
+
+    @Test func aStrongCaptureRunsOnTheActor() async throws {
+        let feed = Feed(Counter())
+        #expect(try await feed.bump().get() == 1)
+        #expect(try await feed.bump().get() == 2)
+    }
+
+
     @Test @MainActor func taskUntilRunsOnTheCallersActorAndHoldsSelfWeakly() async throws {
         let deinits = Counter()
         var model: TitleModel? = TitleModel(deinits)
