@@ -58,9 +58,13 @@ extension Future {
             return
         }
         let task = _startTask(isolation: isolation, priority: nil, cancelledBy: token, operation) { [self] r in _trySet(r) }
+        // Claim the future before cancelling the task: the cancel resumes
+        // the operation at once, and one that catches it and returns must
+        // not publish its success first (the token fails the future).
         token._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) { [self] in
+            let won = _claim()
             task.cancel()
-            self._trySet(.failure(CancellationError()))
+            if won { _complete(.failure(CancellationError())) }
         }
     }
 }

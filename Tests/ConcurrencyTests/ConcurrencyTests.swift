@@ -87,6 +87,27 @@ import TestSupport
         #expect(await eventually { sawCancel.value == 1 })
     }
 
+    /// Found by a review against the contract (stop 29): the token's
+    /// handler cancelled the task before failing the future, and the cancel
+    /// resumes the operation at once, so one that caught it and returned
+    /// could publish its success first. The future is claimed first now.
+    @Test func untilTokenWinsOverAnOperationThatReturnsWhenCancelled() async {
+        var succeeded = 0
+        for _ in 0..<200 {
+            let c = CancelTokenSource()
+            let started = FutureSource<Void>()
+            let f = Future<Int>(until: c.token) {
+                started.trySetResult(())
+                try? await Task.sleep(for: .seconds(60))
+                return 7
+            }
+            _ = try? await started.future.get()
+            c.cancel()
+            if !f.hasFailedWithCancel { succeeded += 1 }
+        }
+        #expect(succeeded == 0)
+    }
+
     @Test func untilAnImmortalTokenJustRunsTheOperation() async throws {
         // `.immortal` has no state word to register on: nothing is registered.
         #expect(try await Future<Int>(until: .immortal) { 7 }.get() == 7)
@@ -166,6 +187,18 @@ import TestSupport
         }
         s.cancel()
         #expect(try! await task.value)
+    }
+
+    /// Found by a review against the contract (stop 29): with a token
+    /// already cancelled, the task was cancelled only after it was created,
+    /// so a worker thread could start the operation before that.
+    @Test func anAlreadyCancelledTokenCancelsTheTaskBeforeTheOperationRuns() async throws {
+        var uncancelled = 0
+        for _ in 0..<500 {
+            let sawCancelled = try await Task(until: .cancelled) { Task.isCancelled }.value
+            if !sawCancelled { uncancelled += 1 }
+        }
+        #expect(uncancelled == 0)
     }
 
     @Test func registrationIsRemovedWhenTheTaskEnds() async throws {
