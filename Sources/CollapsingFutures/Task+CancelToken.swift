@@ -25,7 +25,11 @@ extension Task where Failure == any Error {
     ///
     /// Like `Task.init`, `operation` inherits the caller's actor: in a
     /// `@MainActor` type it runs on the main actor and `[weak self]` works,
-    /// and tasks made in order on an actor start there in that order.
+    /// and tasks made in order on an actor start there in that order. In an
+    /// `actor`, it is isolated to the actor only when it captures it (as
+    /// with `Task { }`): a `[weak self]` operation runs off the actor and the
+    /// task holds nothing of it, so the actor can die while the task waits.
+    /// A token already cancelled cancels the task before `operation` runs.
     /// (Unlike `Task.init`, `self` is not captured implicitly, so a strong
     /// capture — the leak this initializer exists to avoid — stays visible.)
     @discardableResult
