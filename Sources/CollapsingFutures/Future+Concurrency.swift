@@ -36,9 +36,11 @@ extension Future {
     ///
     /// Like `Task.init`, `operation` inherits the caller's actor: written in
     /// a `@MainActor` type it runs on the main actor, and `[weak self]`
-    /// works; tasks made in order on an actor start there in that order.
-    /// (Unlike `Task.init`, `self` is not captured implicitly: a strong
-    /// capture stays visible in the code.)
+    /// works; operations made in order on an actor and isolated to it start
+    /// there in that order. In an `actor`, as with `Task { }`, it is isolated
+    /// to the actor only when it captures it: a `[weak self]` operation runs
+    /// off the actor and holds nothing of it. (Unlike `Task.init`, `self` is
+    /// not captured implicitly: a strong capture stays visible in the code.)
     public convenience init(isolation: isolated (any Actor)? = #isolation,
                             @_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
         self.init()

@@ -25,7 +25,8 @@ extension Task where Failure == any Error {
     ///
     /// Like `Task.init`, `operation` inherits the caller's actor: in a
     /// `@MainActor` type it runs on the main actor and `[weak self]` works,
-    /// and tasks made in order on an actor start there in that order. In an
+    /// and tasks made in order on an actor and isolated to it (or to any one
+    /// other actor) start there in that order. In an
     /// `actor`, it is isolated to the actor only when it captures it (as
     /// with `Task { }`): a `[weak self]` operation runs off the actor and the
     /// task holds nothing of it, so the actor can die while the task waits.

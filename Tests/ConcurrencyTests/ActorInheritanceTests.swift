@@ -79,12 +79,24 @@ actor Feed {
         }
     }
 
+    /// Isolated to another actor (the main actor): that one, not this actor.
+    func followOnMain(_ value: Future<Int>) -> Task<Void, any Error> {
+        Task(until: lifetime.token) { @MainActor [weak self] in
+            _ = try await value.get()
+            _ = self
+        }
+    }
+
     /// A strong capture isolates the operation to the actor (it compiles
     /// only because the operation touches `count` synchronously): it runs
     /// there, as `Task { self... }` would.
     func bump() -> Future<Int> {
         Future { self.count += 1; return self.count }
     }
+}
+
+@globalActor actor Elsewhere {
+    static let shared = Elsewhere()
 }
 
 @Suite struct ActorInheritance {
@@ -98,16 +110,18 @@ actor Feed {
         let never = FutureSource<Int>()
         var feed: Feed? = Feed(deinits)
         let task = await feed!.follow(never.future)
+        let onMain = await feed!.followOnMain(never.future)
         let loaded = await feed!.load(never.future)
         let unbound = await feed!.loadUnbound(never.future)
         feed = nil
         let freed = await eventually { deinits.value == 1 }
         #expect(freed, "the actor outlives its lifetime-bound task")
         // (Let the leaked work end rather than hang the test.)
-        guard freed else { never.trySetResult(0); task.cancel(); return }
+        guard freed else { never.trySetResult(0); task.cancel(); onMain.cancel(); return }
         // Its lifetime was cancelled by its deinit: what it bound ends.
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(loaded.hasFailedWithCancel)
+        await #expect(throws: CancellationError.self) { try await onMain.value }
+        await #expect(throws: CancellationError.self) { try await loaded.get() }
         #expect(unbound.state == .pending)   // bound to nothing: it waits
         never.trySetResult(3)
         #expect(try await unbound.get() == 3)
@@ -182,6 +196,27 @@ actor Feed {
         }
         for t in tasks { try await t.value }
         for f in futures { try await f.get() }
+        #expect(log.order == Array(0..<3_000))
+    }
+
+    /// Operations isolated to another actor run there, and start in the
+    /// order they were made, as `Task { @Elsewhere in }` does (each is
+    /// enqueued on that actor directly).
+    @Test @MainActor func operationsIsolatedToAnotherActorStartThereInOrder() async throws {
+        final class Log: @unchecked Sendable { var order: [Int] = [] }   // Elsewhere only
+        let log = Log()
+        let token = CancelTokenSource().token
+        var tasks: [Task<Bool, any Error>] = []
+        var futures: [Future<Bool>] = []
+        for i in 0..<3_000 {
+            switch i % 3 {
+            case 0: tasks.append(Task(until: token) { @Elsewhere in log.order.append(i); return #isolation === Elsewhere.shared })
+            case 1: futures.append(Future { @Elsewhere in log.order.append(i); return #isolation === Elsewhere.shared })
+            default: futures.append(Future(until: token) { @Elsewhere in log.order.append(i); return #isolation === Elsewhere.shared })
+            }
+        }
+        for t in tasks { #expect(try await t.value) }
+        for f in futures { #expect(try await f.get()) }
         #expect(log.order == Array(0..<3_000))
     }
 }

@@ -1,33 +1,41 @@
 /// Starts `operation` in a new Task as `Task.init` does, and hands its
 /// outcome to `done` in that task when it ends.
 ///
-/// `isolation` is the caller's (its `#isolation`). When `operation` is
-/// isolated to it (it inherited the caller's actor: always on a global actor
-/// such as the main actor; on an actor instance only when it captures that
-/// actor), the wrapper closure uses `isolation`, which makes the closure
-/// isolated to it, so `Task.init` enqueues the task on the caller's actor
-/// directly, as it does for `Task { }`: tasks made in order there start in
-/// order, and the operation runs without a hop. Otherwise the wrapper does
-/// not mention `isolation`: it is nonisolated, as `Task { }`'s closure would
-/// be, and holds nothing of the caller's actor, so a `[weak self]` operation
-/// started in an actor does not keep that actor alive while it runs (the
-/// cycle `Task(until:)` exists to avoid), and a nonisolated operation
-/// started on the main actor neither starts nor reports there.
+/// `isolation` is the caller's (its `#isolation`). Where the task starts
+/// follows the operation's own isolation, as `Task { }` does:
+/// - Isolated to the caller's actor (it inherited it: always on a global
+///   actor such as the main actor; on an actor instance only when it
+///   captures that actor): the wrapper closure uses `isolation`, which
+///   isolates it there too, so `Task.init` enqueues the task on that actor
+///   directly: tasks made in order there start in order, and the operation
+///   runs without a hop.
+/// - Nonisolated: the wrapper does not mention `isolation`, so it is
+///   nonisolated too and holds nothing of the caller's actor. A
+///   `[weak self]` operation started in an actor does not keep that actor
+///   alive while it runs (the cycle `Task(until:)` exists to avoid), and a
+///   nonisolated operation started on the main actor neither starts nor
+///   reports there.
+/// - Isolated to another actor: the operation itself is the task, enqueued
+///   on its actor directly (in creation order, as `Task { @A in }` is), and
+///   a second, nonisolated task hands its outcome to `done`. Neither holds
+///   the caller's actor.
 ///
 /// `cancelledBy`: a token already cancelled when the task starts cancels it
 /// before `operation` runs (the registration that cancels the task may come
-/// only after a worker thread has started it).
+/// only after a worker thread has started it). For an operation isolated to
+/// another actor, the task is cancelled as soon as it is made.
 ///
 /// (Swift 6.3.1's compiler crashes on each shorter spelling tried: the two
 /// wrappers' four lines moved into a function taking the `@isolated(any)`
 /// operation, `withUnsafeCurrentTask` written inside them, and
-/// `operation.isolation` read here rather than in `_isIsolated`.)
+/// `operation.isolation` read here rather than in `_isolation(of:)`.)
 @discardableResult
 func _startTask<T: Sendable>(isolation: isolated (any Actor)?, priority: TaskPriority?,
                              cancelledBy token: CancelToken,
                              _ operation: sending @escaping @isolated(any) () async throws -> T,
                              done: @escaping @Sendable (Result<T, any Error>) -> Void) -> Task<T, any Error> {
-    if _isIsolated(operation, to: isolation) {
+    let operationIsolation = _isolation(of: operation)
+    if operationIsolation === isolation {
         return Task(priority: priority) {
             _ = isolation   // isolates this closure to the caller's actor
             _cancelCurrentTask(if: token)
@@ -37,17 +45,23 @@ func _startTask<T: Sendable>(isolation: isolated (any Actor)?, priority: TaskPri
             return try r.get()
         }
     }
-    return Task(priority: priority) {
-        _cancelCurrentTask(if: token)
-        let r: Result<T, any Error>
-        do { r = .success(try await operation()) } catch { r = .failure(error) }
-        done(r)
-        return try r.get()
+    if operationIsolation == nil {
+        return Task(priority: priority) {
+            _cancelCurrentTask(if: token)
+            let r: Result<T, any Error>
+            do { r = .success(try await operation()) } catch { r = .failure(error) }
+            done(r)
+            return try r.get()
+        }
     }
+    let task = Task(priority: priority, operation: operation)
+    if token.isCancelled { task.cancel() }
+    Task(priority: priority) { done(await task.result) }
+    return task
 }
 
-private func _isIsolated<T>(_ operation: @isolated(any) () async throws -> T, to actor: (any Actor)?) -> Bool {
-    operation.isolation === actor
+private func _isolation<T>(of operation: @isolated(any) () async throws -> T) -> (any Actor)? {
+    operation.isolation
 }
 
 private func _cancelCurrentTask(if token: CancelToken) {
