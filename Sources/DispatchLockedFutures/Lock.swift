@@ -76,5 +76,15 @@ final class _Drain {
 
 /// Cached per thread, as the lock-free version's check is (Foundation's
 /// `Thread.isMainThread` makes system calls on Linux on every call, which
-/// would slow the baseline unfairly).
-@inline(__always) func _isMainThread() -> Bool { _Drain.current.isMain }
+/// would slow the baseline unfairly); off the main thread, whether this is
+/// the main queue, drained by another thread (the lock-free version's rule).
+@inline(__always) func _isMainThread() -> Bool {
+    _Drain.current.isMain || DispatchQueue.getSpecific(key: _mainQueueKey) != nil
+}
+
+/// Marks the main queue (see `_isMainThread`).
+let _mainQueueKey: DispatchSpecificKey<Bool> = {
+    let key = DispatchSpecificKey<Bool>()
+    DispatchQueue.main.setSpecific(key: key, value: true)
+    return key
+}()

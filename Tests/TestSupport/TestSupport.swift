@@ -45,12 +45,3 @@ public func eventually(_ condition: () -> Bool) -> Bool {
     }
     return condition()
 }
-
-/// Whether the main actor executes on the process's main thread here.
-public func mainActorRunsOnMainThread() -> Bool {
-    let sem = DispatchSemaphore(value: 0)
-    final class Flag: @unchecked Sendable { var v = false }
-    let flag = Flag()
-    Task { @MainActor in flag.v = Thread.isMainThread; sem.signal() }
-    return sem.wait(timeout: .now() + 2) == .success && flag.v
-}

@@ -103,7 +103,7 @@ class _Node: @unchecked Sendable {
     @inline(__always)
     final var _hopQueue: DispatchQueue? {
         if let q = _queue { return q }
-        return _mainSticky && cf_is_main_thread() == 0 ? DispatchQueue.main : nil
+        return _mainSticky && !_isOnMain() ? DispatchQueue.main : nil
     }
 
     /// `_dispatchRun` for a node claimed off its list: removes its `unless`
@@ -145,7 +145,7 @@ class _Node: @unchecked Sendable {
     final func _setThreading(_ queue: DispatchQueue?) {
         if let queue {
             if queue !== DispatchQueue.completingThread { _queue = queue }
-        } else if cf_is_main_thread() != 0 {
+        } else if _isOnMain() {
             _mainSticky = true
         }
     }
