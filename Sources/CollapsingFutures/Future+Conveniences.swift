@@ -164,6 +164,22 @@ extension Future {
     /// When this succeeds, its value mapped by `f` on the main actor.
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> U) -> Future<U> {
+        _thenOnMainActor(unless) { out, v in out._trySet(Result { try f(v) }) }
+    }
+
+    /// When this succeeds, the future `f` returns on the main actor, collapsed
+    /// (a `Future<U>`, never a `Future<Future<U>>`).
+    public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
+                        _ f: @escaping @MainActor @Sendable (Value) throws -> Future<U>) -> Future<U> {
+        _thenOnMainActor(unless) { out, v in
+            do { out._trySetFuture(try f(v)) } catch { out._trySet(.failure(error)) }
+        }
+    }
+
+    /// What both main-actor `then`s share: `complete` sets the output from
+    /// the value, on the main actor, unless `unless` was cancelled meanwhile.
+    func _thenOnMainActor<U>(_ unless: CancelToken,
+                             _ complete: @escaping @MainActor @Sendable (Future<U>, Value) -> Void) -> Future<U> {
         let unless = _unless(unless, forContinuationOn: self)
         let out = Future<U>()
         _chain(self, nil, unless, output: out, inline: true) { ok in
@@ -171,7 +187,7 @@ extension Future {
             switch self._result {
             case .success(let v):
                 Task { @MainActor in
-                    out._trySet(unless.isCancelled ? .failure(CancellationError()) : Result { try f(v) })
+                    if unless.isCancelled { out._trySet(.failure(CancellationError())) } else { complete(out, v) }
                 }
             case .failure(let e): out._trySet(.failure(e))
             }
@@ -195,6 +211,23 @@ extension Future {
     /// future start in no particular order.)
     public func then<U>(unless: CancelToken = .immortal,
                         @_inheritActorContext _ f: @escaping @Sendable @isolated(any) (Value) async throws -> U) -> Future<U> {
+        _thenAsync(unless) { v, unless in Future<U>(until: unless) { try await f(v) } }
+    }
+
+    /// When this succeeds, the future `f` returns asynchronously, collapsed
+    /// (a `Future<U>`, never a `Future<Future<U>>`); as `then(unless:_:)`
+    /// otherwise.
+    public func then<U>(unless: CancelToken = .immortal,
+                        @_inheritActorContext _ f: @escaping @Sendable @isolated(any) (Value) async throws -> Future<U>) -> Future<U> {
+        _thenAsync(unless) { v, unless in
+            Future<Future<U>>(until: unless) { try await f(v) }.then { (inner: Future<U>) -> Future<U> in inner }
+        }
+    }
+
+    /// What both async `then`s share: `start` makes the Task's future from
+    /// the value, bound to `unless`; failures pass through.
+    func _thenAsync<U>(_ unless: CancelToken,
+                       _ start: @escaping @Sendable (Value, CancelToken) -> Future<U>) -> Future<U> {
         // This future's own completion token never cancels it first (as for
         // the other continuations), so it must not cancel the Task either.
         let unless = _unless(unless, forContinuationOn: self)
@@ -202,7 +235,7 @@ extension Future {
         _chain(self, nil, unless, output: out, inline: true) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             switch self._result {
-            case .success(let v): out._trySetFuture(Future<U>(until: unless) { try await f(v) })
+            case .success(let v): out._trySetFuture(start(v, unless))
             case .failure(let e): out._trySet(.failure(e))
             }
         }

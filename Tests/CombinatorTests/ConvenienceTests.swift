@@ -129,6 +129,30 @@ import TestSupport
         #expect(f.hasFailedWithCancel)
     }
 
+    /// Found by a review against the contract (stop 29): API.md's "a
+    /// continuation that returns a Future collapses" did not hold for the
+    /// async `then`, which gave a `Future<Future<U>>`. (Each `get()` below
+    /// compares with an Int: with the old overloads this did not compile.)
+    @Test func anAsyncClosureReturningAFutureCollapses() async throws {
+        let s = FutureSource<Int>()
+        let inner = FutureSource<Int>()
+        let f = s.future.then { v async in v == 1 ? inner.future : Future.succeeded(0) }
+        s.trySetResult(1)
+        #expect(!f.hasResult)
+        inner.trySetResult(42)
+        #expect(try await f.get() == 42)
+        // An immortal inner future makes the result immortal, as a
+        // synchronous collapsing `then` does, rather than failing it.
+        let gone = Droppable<Int>()
+        let ran = Counter()
+        let g = Future.succeeded(1).then { _ async in ran.increment(); return gone.future }
+        #expect(await eventually { ran.value == 1 })
+        gone.drop()
+        #expect(await eventually { g.state == .immortal })
+        let failing = Future.succeeded(1).then { _ async throws -> Future<Int> in throw Boom(code: 4) }
+        await #expect(throws: Boom(code: 4)) { try await failing.get() }
+    }
+
     @Test func aSynchronousClosureInAnAsyncContextStillRunsInline() async {
         let s = FutureSource<Int>()
         let f = s.future.then { $0 + 1 }
@@ -181,6 +205,27 @@ import TestSupport
         let own = s2.future.then(on: MainActor.shared, unless: s2.future.completionToken) { $0.count }
         s2.trySetResult("four")
         #expect(try await own.get() == 4)
+    }
+
+    /// Found by a review against the contract (stop 29): the main-actor
+    /// `then` returning a future gave a `Future<Future<U>>`; it collapses.
+    @Test @MainActor func aMainActorThenReturningAFutureCollapses() async throws {
+        let model = Model()
+        let s = FutureSource<String>(), inner = FutureSource<Int>()
+        let f = s.future.then(on: MainActor.shared) { v in model.title = v; return inner.future }
+        s.trySetResult("hi")
+        for _ in 0..<2000 where f.state != .flattening { try await Task.sleep(nanoseconds: 1_000_000) }
+        #expect(model.title == "hi")
+        inner.trySetResult(7)
+        #expect(try await f.get() == 7)
+        let thrown = Future.succeeded("x").then(on: MainActor.shared) { _ throws -> Future<Int> in throw Boom(code: 5) }
+        await #expect(throws: Boom(code: 5)) { try await thrown.get() }
+        let u = CancelTokenSource()
+        let s3 = FutureSource<String>()
+        let stopped = s3.future.then(on: MainActor.shared, unless: u.token) { _ in inner.future }
+        s3.trySetResult("y")
+        u.cancel()
+        await #expect(throws: CancellationError.self) { try await stopped.get() }
     }
 }
 
