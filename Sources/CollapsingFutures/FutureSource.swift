@@ -66,7 +66,9 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
 
     /// Collapses: the future takes on `future`'s outcome. A cycle (a future
     /// set to itself, directly or through others) makes every future in it
-    /// immortal. `false` if already set.
+    /// immortal. `false` if already set. (A continuation of this future is
+    /// not such a link: set to one, the future waits for itself; see
+    /// <doc:CollapsingAndCycles>.)
     @inlinable @discardableResult public func trySetResult(_ future: Future<Value>) -> Bool { self.future._trySetFuture(future) }
 
     /// `trySetResult(_:)` with a future, also returning how many flattening
