@@ -220,7 +220,17 @@ extension Future {
     public func then<U>(unless: CancelToken = .immortal,
                         @_inheritActorContext _ f: @escaping @Sendable @isolated(any) (Value) async throws -> Future<U>) -> Future<U> {
         _thenAsync(unless) { v, unless in
-            Future<Future<U>>(until: unless) { try await f(v) }.then { (inner: Future<U>) -> Future<U> in inner }
+            // Collapsed by the library's own inline step (a public `then`
+            // registered on the main thread would wait for the main queue).
+            let nested = Future<Future<U>>(until: unless) { try await f(v) }
+            let out = Future<U>()
+            _chain(nested, nil, .immortal, output: out, inline: true) { _ in
+                switch nested._result {
+                case .success(let inner): out._trySetFuture(inner)
+                case .failure(let e): out._trySet(.failure(e))
+                }
+            }
+            return out
         }
     }
 

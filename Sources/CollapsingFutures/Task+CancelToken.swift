@@ -18,7 +18,8 @@ public func withCancelToken<R>(
 extension Task where Failure == any Error {
     /// Starts a Task that is cancelled when `token` is.
     ///
-    /// The registration on `token` is removed when the task finishes; if the
+    /// The registration on `token` is removed when the task finishes (for an
+    /// operation isolated to another actor than the caller's, just after); if the
     /// token becomes immortal it is discarded. Neither holds anything the
     /// operation captured after that. (The operation itself must not capture
     /// the owner of the token's source strongly, as with any Task.)

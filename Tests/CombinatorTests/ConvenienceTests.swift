@@ -103,6 +103,10 @@ import TestSupport
     }
 }
 
+/// A nonisolated async step returning a future (a global function: not
+/// isolated to the main actor of a test that uses it).
+@Sendable private func nonisolatedNext(_ v: Int) async -> Future<Int> { .succeeded(v + 1) }
+
 @Suite struct AsyncContinuations {
     @Test func thenWithAnAsyncClosureCompletesWithItsValue() async throws {
         let s = FutureSource<Int>()
@@ -151,6 +155,17 @@ import TestSupport
         #expect(await eventually { g.state == .immortal })
         let failing = Future.succeeded(1).then { _ async throws -> Future<Int> in throw Boom(code: 4) }
         await #expect(throws: Boom(code: 4)) { try await failing.get() }
+    }
+
+    /// The collapse is the library's own bookkeeping: registered from the
+    /// main actor it still needs no main-queue hop, so it completes while
+    /// the main actor is busy (found by the review of this stop's fix: a
+    /// public `then` did the collapse and waited for the main queue).
+    @Test @MainActor func anAsyncCollapseNeedsNoMainQueue() {
+        let f = Future.succeeded(1).then(nonisolatedNext)
+        let end = ContinuousClock.now + .seconds(2)
+        while f.isIncomplete && ContinuousClock.now < end { usleep(1_000) }   // holds the main actor
+        #expect(f.hasResult)
     }
 
     @Test func aSynchronousClosureInAnAsyncContextStillRunsInline() async {

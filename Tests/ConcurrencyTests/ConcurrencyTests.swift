@@ -201,6 +201,10 @@ import TestSupport
         for _ in 0..<500 {
             let sawCancelled = try await Task(until: .cancelled) { Task.isCancelled }.value
             if !sawCancelled { uncancelled += 1 }
+            // Isolated to another actor (which would be enqueued there
+            // directly): the same.
+            let elsewhere = try await Task(until: .cancelled) { @Elsewhere in Task.isCancelled }.value
+            if !elsewhere { uncancelled += 1 }
         }
         #expect(uncancelled == 0)
     }

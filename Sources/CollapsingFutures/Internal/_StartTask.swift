@@ -1,5 +1,6 @@
 /// Starts `operation` in a new Task as `Task.init` does, and hands its
-/// outcome to `done` in that task when it ends.
+/// outcome to `done` in that task when it ends (for an operation isolated
+/// to another actor, in a second task just after it ends).
 ///
 /// `isolation` is the caller's (its `#isolation`). Where the task starts
 /// follows the operation's own isolation, as `Task { }` does:
@@ -22,8 +23,10 @@
 ///
 /// `cancelledBy`: a token already cancelled when the task starts cancels it
 /// before `operation` runs (the registration that cancels the task may come
-/// only after a worker thread has started it). For an operation isolated to
-/// another actor, the task is cancelled as soon as it is made.
+/// only after a worker thread has started it). A token already cancelled
+/// when this is called takes the nonisolated wrapper whatever the
+/// operation's isolation, so that holds for an operation isolated to
+/// another actor too.
 ///
 /// (Swift 6.3.1's compiler crashes on each shorter spelling tried: the two
 /// wrappers' four lines moved into a function taking the `@isolated(any)`
@@ -45,7 +48,9 @@ func _startTask<T: Sendable>(isolation: isolated (any Actor)?, priority: TaskPri
             return try r.get()
         }
     }
-    if operationIsolation == nil {
+    // Also for a token already cancelled: this wrapper cancels the task
+    // before the operation starts (then start order does not matter).
+    if operationIsolation == nil || token.isCancelled {
         return Task(priority: priority) {
             _cancelCurrentTask(if: token)
             let r: Result<T, any Error>
@@ -55,7 +60,6 @@ func _startTask<T: Sendable>(isolation: isolated (any Actor)?, priority: TaskPri
         }
     }
     let task = Task(priority: priority, operation: operation)
-    if token.isCancelled { task.cancel() }
     Task(priority: priority) { done(await task.result) }
     return task
 }
