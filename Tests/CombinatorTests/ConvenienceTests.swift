@@ -104,8 +104,15 @@ import TestSupport
 }
 
 /// A nonisolated async step returning a future (a global function: not
-/// isolated to the main actor of a test that uses it).
-@Sendable private func nonisolatedNext(_ v: Int) async -> Future<Int> { .succeeded(v + 1) }
+/// isolated to the main actor of the test that uses it). It says it has
+/// started, then waits for that test's go-ahead before it returns.
+private let collapseStepStarted = Atomic<Int>(0)
+private let collapseStepGo = DispatchSemaphore(value: 0)
+@Sendable private func nonisolatedNext(_ v: Int) async -> Future<Int> {
+    collapseStepStarted.add(1, ordering: .sequentiallyConsistent)
+    collapseStepGo.wait()
+    return .succeeded(v + 1)
+}
 
 @Suite struct AsyncContinuations {
     @Test func thenWithAnAsyncClosureCompletesWithItsValue() async throws {
@@ -161,10 +168,18 @@ import TestSupport
     /// main actor it still needs no main-queue hop, so it completes while
     /// the main actor is busy (found by the review of this stop's fix: a
     /// public `then` did the collapse and waited for the main queue).
-    @Test @MainActor func anAsyncCollapseNeedsNoMainQueue() {
+    /// (The main actor is held only from the step's go-ahead on: the step
+    /// itself may wait for a busy thread pool first.)
+    @Test @MainActor func anAsyncCollapseNeedsNoMainQueue() async throws {
         let f = Future.succeeded(1).then(nonisolatedNext)
-        let end = ContinuousClock.now + .seconds(2)
-        while f.isIncomplete && ContinuousClock.now < end { usleep(1_000) }   // holds the main actor
+        while collapseStepStarted.load(ordering: .sequentiallyConsistent) == 0 {
+            try await Task.sleep(for: .milliseconds(1))   // the main actor is free here
+        }
+        collapseStepGo.signal()
+        // From here the main actor is held: the step returns, its Task
+        // completes on a worker thread, and the collapse must follow there.
+        let end = ContinuousClock.now + .seconds(5)
+        while f.isIncomplete && ContinuousClock.now < end { usleep(1_000) }
         #expect(f.hasResult)
     }
 
