@@ -425,7 +425,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
 @Suite struct RaceContract {
     @Test func untilCancelledMidRaceFailsWithCancellationAndCancelsEveryToken() {
         let c = CancelTokenSource()
-        let tokens = Mutex<[CancelToken]>([])
+        let tokens = Locked<[CancelToken]>([])
         let never = FutureSource<Int>()
         let f = Future<Int>.race([
             { t in tokens.withLock { $0.append(t) }; return never.future.unless(t) },
@@ -439,7 +439,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
 
     @Test func untilCancelledAfterTheWinCancelsTheWinnersToken() {
         let c = CancelTokenSource()
-        let tokens = Mutex<[CancelToken]>([])
+        let tokens = Locked<[CancelToken]>([])
         let f = Future<Int>.race([
             { t in tokens.withLock { $0.append(t) }; return .succeeded(4) },
         ], until: c.token)
@@ -458,9 +458,9 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     }
 
     @Test func winnerIsPublishedAfterTheLosersAreCancelled() {
-        let loser = Mutex<CancelToken?>(nil)
+        let loser = Locked<CancelToken?>(nil)
         let win = FutureSource<Int>()
-        let sawLoserCancelled = Mutex<Bool?>(nil)
+        let sawLoserCancelled = Locked<Bool?>(nil)
         let f = Future<Int>.race([
             { t in loser.withLock { $0 = t }; return FutureSource<Int>().future.unless(t) },
             { _ in win.future },
@@ -472,7 +472,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
 
     @Test func failuresAreInOperationOrderAndTheTokensEndCancelled() {
         let a = FutureSource<Int>(), b = FutureSource<Int>()
-        let tokens = Mutex<[CancelToken]>([])
+        let tokens = Locked<[CancelToken]>([])
         let f = Future<Int>.race([
             { t in tokens.withLock { $0.append(t) }; return a.future },
             { t in tokens.withLock { $0.append(t) }; return b.future },
@@ -488,7 +488,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
 @Suite struct TimeoutContract {
     @Test func unlessStyleWaitsForTheOperationAndDeliversALateSuccess() async {
         let op = FutureSource<Int>()
-        let token = Mutex<CancelToken?>(nil)
+        let token = Locked<CancelToken?>(nil)
         let f = Future<Int>.withTimeout(.milliseconds(1)) { t in token.withLock { $0 = t }; return op.future }
         let t = token.withLock { $0 }!
         #expect(await eventually { t.isCancelled })
@@ -500,7 +500,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     @Test func unlessStyleTranslatesTheOperationsCancellation() {
         let u = CancelTokenSource()
         let op = FutureSource<Int>()
-        let token = Mutex<CancelToken?>(nil)
+        let token = Locked<CancelToken?>(nil)
         let f = Future<Int>.withTimeout(.seconds(30), unless: u.token) { t in token.withLock { $0 = t }; return op.future }
         u.cancel()
         #expect(token.withLock { $0 }!.isCancelled)
@@ -563,7 +563,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
 
     @Test func untilStyleCancelledDuringFailsAtOnceAndCancelsTheOperation() {
         let c = CancelTokenSource()
-        let token = Mutex<CancelToken?>(nil)
+        let token = Locked<CancelToken?>(nil)
         let f = Future<Int>.withTimeout(.seconds(30), until: c.token) { t in token.withLock { $0 = t }; return FutureSource<Int>().future }
         c.cancel()
         #expect(f.hasFailedWithCancel)
@@ -572,8 +572,8 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
 
     @Test func continuationsOfATimedOutResultSeeTheOperationTokenCancelled() async {
         for until in [true, false] {
-            let token = Mutex<CancelToken?>(nil)
-            let seen = Mutex<CancelTokenState?>(nil)
+            let token = Locked<CancelToken?>(nil)
+            let seen = Locked<CancelTokenState?>(nil)
             let op: @Sendable (CancelToken) -> Future<Int> = { t in
                 token.withLock { $0 = t }
                 return FutureSource<Int>().future.unless(t)
@@ -601,7 +601,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
 
     @Test func retryingNeverStartsATryWhileThePreviousTokenIsLive() {
         let live = Counter(), calls = Counter()
-        let previous = Mutex<CancelToken?>(nil)
+        let previous = Locked<CancelToken?>(nil)
         let f = Future<Int>.retrying(upTo: 4, baseTimeout: .milliseconds(1), backoff: 1) { t in
             calls.increment()
             if let p = previous.withLock({ $0 }), p.canStillBeCancelled { live.increment() }
@@ -661,7 +661,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     @Test func timerFuturesCompleteOffTheSharedTimerQueue() async {
         let key = DispatchSpecificKey<Bool>()
         _timerQueue.setSpecific(key: key, value: true)
-        let onTimerQueue = Mutex<[Bool]>([])
+        let onTimerQueue = Locked<[Bool]>([])
         let fs = [Future.delayed(1, by: .milliseconds(1)),
                   Future<Int>.withTimeout(.milliseconds(1)) { t in FutureSource<Int>().future.unless(t) }.catch { _ in 0 },
                   Future<Int>.withTimeout(.milliseconds(1), until: CancelTokenSource().token) { _ in FutureSource<Int>().future }.catch { _ in 0 }]

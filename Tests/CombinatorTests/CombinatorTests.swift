@@ -44,7 +44,7 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
 @Suite struct Timeouts {
     @Test func untilStyleFastOperationWinsAndItsTokenLastsUntilUntil() {
         let until = CancelTokenSource()
-        let opToken = Mutex<CancelToken?>(nil)
+        let opToken = Locked<CancelToken?>(nil)
         let f = Future<Int>.withTimeout(.seconds(30), until: until.token) { t in
             opToken.withLock { $0 = t }
             return .succeeded(1)
@@ -57,7 +57,7 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
     }
 
     @Test func untilStyleTimeoutFailsWithTimeoutErrorAndCancelsTheOperationToken() {
-        let opToken = Mutex<CancelToken?>(nil)
+        let opToken = Locked<CancelToken?>(nil)
         let never = FutureSource<Int>()
         let f = Future<Int>.withTimeout(.milliseconds(5), until: .immortal) { t in
             opToken.withLock { $0 = t }
@@ -69,7 +69,7 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
 
     @Test func unlessStyleUnlessFirstFailsWithCancelAndCancelsTheOperation() {
         let u = CancelTokenSource()
-        let opToken = Mutex<CancelToken?>(nil)
+        let opToken = Locked<CancelToken?>(nil)
         let never = FutureSource<Int>()
         let f = Future<Int>.withTimeout(.seconds(30), unless: u.token) { t in
             opToken.withLock { $0 = t }
@@ -164,7 +164,7 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
 
 @Suite struct Race {
     @Test func firstSuccessWinsAndLosersAreCancelled() {
-        let tokens = Mutex<[CancelToken]>([])
+        let tokens = Locked<[CancelToken]>([])
         let slow = FutureSource<Int>()
         let f = Future<Int>.race([
             { t in tokens.withLock { $0.append(t) }; return slow.future },
@@ -177,7 +177,7 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
     }
 
     @Test func lateWinnerIsCleanedUpThroughItsToken() {
-        let tokens = Mutex<[CancelToken]>([])
+        let tokens = Locked<[CancelToken]>([])
         let late = FutureSource<Int>()
         let f = Future<Int>.race([
             { t in tokens.withLock { $0.append(t) }; return late.future },

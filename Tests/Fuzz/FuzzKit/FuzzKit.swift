@@ -8,6 +8,7 @@
 // everything is dropped and every captured object must have been freed.
 import CollapsingFutures
 import Foundation
+import TestSupport
 import Synchronization
 
 /// A violated invariant, with the program that produced it.
@@ -46,19 +47,6 @@ final class HandlerRecord: @unchecked Sendable {
     init(token: Int, unless: Int?, thread: Int, async: Bool, registeredAt: Int) {
         self.token = token; self.unless = unless; self.thread = thread; self.async = async
         self.registeredAt = registeredAt
-    }
-}
-
-/// A lock-guarded value shared by reference. NSLock (a pthread mutex), not
-/// Synchronization.Mutex, whose futex-based lock ThreadSanitizer cannot see.
-final class Locked<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T
-    init(_ v: T) { value = v }
-    func withLock<R>(_ body: (inout T) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }
 
