@@ -37,7 +37,7 @@
  * @step drain_pop       | drain                 | rest_head = n->next;
  * @step drain_claim     | drain                 | int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
  * @step drain_call      | drain                 | fn(ctx, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
- * @step must_queue      | cf_drain_must_queue   | return draining && started_head != NULL;
+ * @step must_queue      | cf_drain_must_queue   | return (draining && started_head != NULL)
  * @step node_enqueue    | cf_node_enqueue       | enqueue_started(n, n);
  * @step settle_load     | cf_token_settle       | AO_t w = AO_load_acquire(W(&t->word));
  * @step settle_wait     | cf_token_settle       | if (w & CF_W_CLEANING) {
@@ -605,7 +605,13 @@ inline enqueue_started(first, last) {
   stl = last
 }
 
-/* cf_node_enqueue: only called while draining (cf_drain_must_queue held) */
+/* cf_node_enqueue: modelled while draining (cf_drain_must_queue held).
+   cf_drain_must_queue also holds 16 inline runs deep (cf_inline_depth, a
+   thread-local count with no shared step); outside a drain cf_node_enqueue
+   then drains at once: the node is claimed by the drain's CAS where the
+   inline path claims it with cf_node_claim's, the same CAS out of LIVE on
+   the same word against the same removers, so no interleaving of shared
+   steps is added. */
 inline cf_node_enqueue(n, term) {
   d_step {                                                    /* @node_enqueue */
     assert(draining && alive[n]);

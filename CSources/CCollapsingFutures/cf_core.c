@@ -78,6 +78,7 @@ static __thread cf_node *_Nullable started_head;
 static __thread cf_node *_Nullable started_tail;
 static __thread cf_node *_Nullable rest_head;
 static __thread int draining;
+__thread unsigned cf_inline_depth;
 
 static void enqueue_started(cf_node *first, cf_node *last) {
     last->next = NULL;
@@ -86,6 +87,9 @@ static void enqueue_started(cf_node *first, cf_node *last) {
 }
 
 static void drain(void) {
+    // Callbacks start at depth 0: this loop is their stack's new base (it
+    // is never re-entered), and the depth it was entered at comes back after.
+    unsigned depth = cf_inline_depth;
     draining = 1;
     for (;;) {
         if (started_head) {
@@ -106,14 +110,16 @@ static void drain(void) {
                                            cancelled ? CF_N_CLAIMED : CF_N_DISCARDED);
         cf_node_fn fn = n->fn;
         void *ctx = n->ctx;
+        cf_inline_depth = 0;
         // After this call the node may be freed: nothing of it is read again.
         fn(ctx, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
     }
     draining = 0;
+    cf_inline_depth = depth;
 }
 
 int cf_drain_must_queue(void) {
-    return draining && started_head != NULL;
+    return (draining && started_head != NULL) || cf_inline_depth >= CF_INLINE_DEPTH_MAX;
 }
 
 void cf_node_enqueue(cf_node *n, uintptr_t terminal) {

@@ -32,6 +32,11 @@ final class _Drain {
     /// Waiting siblings, as a stack: the next to run is last.
     var rest: [() -> Void] = []
     var draining = false
+    /// Inline runs nested on this thread now (the lock-free core's
+    /// `cf_inline_depth`): from `maxInlineDepth` on, a handler found
+    /// runnable queues here instead of recursing.
+    var inlineDepth = 0
+    static let maxInlineDepth = 16
     /// Whether this is the main thread, asked once per thread.
     let isMain = Thread.isMainThread
 
@@ -49,10 +54,19 @@ final class _Drain {
     }
 
     /// Whether a handler found runnable now must wait behind work the running
-    /// handler has already started (so it cannot overtake earlier ones).
+    /// handler has already started (so it cannot overtake earlier ones), or
+    /// because too many inline runs are nested already (bounded stack).
     static var mustQueue: Bool {
         let d = current
-        return d.draining && !d.started.isEmpty
+        return (d.draining && !d.started.isEmpty) || d.inlineDepth >= maxInlineDepth
+    }
+
+    /// Runs `body` here and now as one counted inline run.
+    static func runInline(_ body: () -> Void) {
+        let d = current
+        d.inlineDepth += 1
+        body()
+        d.inlineDepth -= 1
     }
 
     /// Runs `batch` in order right after the running handler returns (at
@@ -62,15 +76,18 @@ final class _Drain {
         d.started.append(contentsOf: batch)
         guard !d.draining else { return }
         d.draining = true
+        let depth = d.inlineDepth
         while true {
             if !d.started.isEmpty {
                 d.rest.append(contentsOf: d.started.reversed())
                 d.started.removeAll(keepingCapacity: true)
             }
             guard let f = d.rest.popLast() else { break }
+            d.inlineDepth = 0
             f()
         }
         d.draining = false
+        d.inlineDepth = depth
     }
 }
 

@@ -175,7 +175,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
             case .cancelled:
                 e.companion = nil
                 e.fate = .ran
-                e.fire(unless: us)
+                _Drain.runInline { e.fire(unless: us) }
                 return CancelRegistration(state: nil, entry: nil, neverRuns: false)
             case .immortal:
                 e.companion = nil
@@ -192,7 +192,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
             return reg
         case .cancelled:
             e.fate = .ran
-            e.fire()
+            _Drain.runInline { e.fire() }
             return CancelRegistration(state: nil, entry: nil, neverRuns: false)
         case .immortal:
             e.handler = nil; e.onDiscard?()

@@ -38,6 +38,15 @@
 // started something still waiting (cf_drain_must_queue): then it queues
 // behind that, so it cannot overtake handlers registered before it.
 //
+// Stack depth. Inline runs nest: a continuation registered on a completed
+// future, run inline, may register another (a retry loop over a call that
+// fails synchronously). The Swift layer counts the inline runs nested on
+// this thread (cf_inline_enter/exit); from CF_INLINE_DEPTH_MAX on, a
+// registration that finds its token cancelled queues on this thread's drain
+// instead (cf_drain_must_queue), and the drain runs each callback at depth
+// 0. The drain is never re-entered, so the native stack holds at most
+// 2 * CF_INLINE_DEPTH_MAX nested inline runs, whatever the recursion depth.
+//
 // The functions at a glance (in the style of libatomic_ops' header: who may
 // call each concurrently, and the ordering of its atomics):
 //
@@ -54,6 +63,7 @@
 //   cf_node_claim             any thread; races remove only    CAS (full)
 //   cf_node_state             any thread                       load (acquire)
 //   cf_drain_must_queue       the calling thread only          none (thread-local)
+//   cf_inline_enter/exit      the calling thread only          none (thread-local)
 //   cf_node_enqueue           the calling thread only          none (thread-local queue)
 //   cf_future_claim           any threads; one wins            CAS (full: FLATTENING
 //                                                              publication vs store buffering)
@@ -203,8 +213,21 @@ int cf_node_claim(cf_node *n, uintptr_t fate);
 /// Whether an unlinked node that must run now (its token was found
 /// cancelled) has to wait in this thread's drain queue instead of running
 /// inline: true inside a callback that has already started work still
-/// waiting. This thread only; no atomics.
+/// waiting, and when CF_INLINE_DEPTH_MAX inline runs are already nested on
+/// this thread ("Stack depth" above). This thread only; no atomics.
 int cf_drain_must_queue(void);
+
+/// Inline runs nested on this thread now (cf_core.c; "Stack depth" above).
+/// Thread-local, so no atomics.
+extern __thread unsigned cf_inline_depth;
+/// How many inline runs may nest before registrations queue on the drain:
+/// deep enough that ordinary code never meets it, shallow enough that
+/// twice as many runs of a debug build fit in a small thread stack.
+enum { CF_INLINE_DEPTH_MAX = 16 };
+/// Around every inline run of a handler or continuation (one that did not
+/// come from the drain). Inline here: one per inline run.
+static inline void cf_inline_enter(void) { cf_inline_depth++; }
+static inline void cf_inline_exit(void) { cf_inline_depth--; }
 
 /// Queues an unlinked node (its registration found the token settled to
 /// `terminal`) at the end of what the running callback started; the queue

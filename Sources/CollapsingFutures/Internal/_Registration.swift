@@ -40,9 +40,10 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     let r = cf_token_register(_tokenPtr(owner), node._ptr)
     if r == Int32(CF_REG_ADDED) { return r }
     if r == Int32(CF_REG_CANCELLED) && cf_drain_must_queue() != 0 {
-        // Inside a handler that has started work still waiting: queue behind
-        // it (cf_core.h, "Drain order"). The queue takes `u`; the node keeps
-        // its companion and can be removed until its turn, as if listed.
+        // Inside a handler that has started work still waiting, or too many
+        // inline runs deep: queue behind it (cf_core.h, "Drain order" and
+        // "Stack depth"). The queue takes `u`; the node keeps its companion
+        // and can be removed until its turn, as if listed.
         cf_node_enqueue(node._ptr, _wCancelled)
         return Int32(CF_REG_ADDED)
     }
@@ -51,7 +52,7 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     node._companion = nil
     let cancelled = r == Int32(CF_REG_CANCELLED)
     if cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 {
-        if cancelled { node._dispatchRun(unless: unlessOwner) } else { node._discarded(unless: unlessOwner) }
+        if cancelled { _inline { node._dispatchRun(unless: unlessOwner) } } else { node._discarded(unless: unlessOwner) }
     }
     return r
 }
@@ -76,8 +77,9 @@ func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
 /// Decides how a registration on the token stored in `owner` meets it.
 /// `queueBehindStartedWork`: a registration on a cancelled token made inside
 /// a handler that has started work still waiting queues behind that work
-/// (cf_core.h, "Drain order") instead of running now; the library's inline
-/// bookkeeping runs now.
+/// (cf_core.h, "Drain order"), and so does one made `CF_INLINE_DEPTH_MAX`
+/// inline runs deep ("Stack depth"), instead of running now; the library's
+/// inline bookkeeping runs now.
 @usableFromInline @inline(__always)
 func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool) -> _Meeting {
     if unless.isCancelled { return .unlessFirst }
@@ -121,8 +123,18 @@ func _runNow(_ queue: DispatchQueue?, unless: CancelToken, _ run: @escaping () -
             if unless.isCancelled { stopped?() } else { run() }
         }
     } else {
-        run()
+        _inline(run)
     }
+}
+
+/// Runs `body` here and now as one inline run of a handler or continuation,
+/// counted, so that registrations nested too deep queue on this thread's
+/// drain instead of recursing (cf_core.h, "Stack depth").
+@inlinable @inline(__always)
+func _inline(_ body: () -> Void) {
+    cf_inline_enter()
+    body()
+    cf_inline_exit()
 }
 
 /// Attaches a continuation to the future `source` (non-generic: the body was
@@ -146,7 +158,7 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
         if let output { _failOnUnless(output, unless._owner) }
         return CancelRegistration(neverRuns: true)
     case .runNow:
-        if inline || _runsInline(queue) { body(true) } else { _runNow(queue, unless: unless, { body(true) }, stopped: { body(false) }) }
+        if inline || _runsInline(queue) { _inline { body(true) } } else { _runNow(queue, unless: unless, { body(true) }, stopped: { body(false) }) }
         return CancelRegistration(neverRuns: false)
     case .push:
         let node = _ContinuationNode(output: output, body)
@@ -192,7 +204,7 @@ func _chainStepMeeting(_ input: AnyObject, _ queue: DispatchQueue?, _ unless: Ca
         if let output { _failOnUnless(output, unless._owner) }
     case .runNow:
         if _runsInline(queue) {
-            run(true)
+            _inline { run(true) }
         } else {
             // Never registered and never linked to `unless` (checked after
             // the hop instead): a flatten step's node may become its

@@ -1,0 +1,1 @@
+../BehaviourTests/StackDepthTests.swift
