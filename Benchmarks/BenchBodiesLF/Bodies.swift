@@ -79,25 +79,25 @@ public func makeAPI() -> API {
                 precondition(f.hasResult)
             }
         },
-        contendedRegister: { it in
+        contendedRegister: { threads in { it in
             let s = CancelTokenSource()
             let ran = Atomic<Int>(0)
-            onThreads(3) { t in
-                if t == 2 {
+            onThreads(threads + 1) { t in
+                if t == threads {
                     usleep(20)
                     s.cancel()
                 } else {
-                    for _ in 0..<it / 2 { s.token.whenCancelled { ran.add(1, ordering: .relaxed) } }
+                    for _ in 0..<it / threads { s.token.whenCancelled { ran.add(1, ordering: .relaxed) } }
                 }
             }
-            precondition(ran.load(ordering: .relaxed) == it / 2 * 2, "a handler was lost")
-        },
-        racingSet: { it in
+            precondition(ran.load(ordering: .relaxed) == it / threads * threads, "a handler was lost")
+        } },
+        racingSet: { threads in { it in
             let sources = (0..<it).map { _ in FutureSource<Int>() }
             let wins = Atomic<Int>(0)
-            onThreads(2) { t in for s in sources where s.trySetResult(t) { wins.add(1, ordering: .relaxed) } }
+            onThreads(threads) { t in for s in sources where s.trySetResult(t) { wins.add(1, ordering: .relaxed) } }
             precondition(wins.load(ordering: .relaxed) == it)
-        },
+        } },
         immortalize: { it in
             for _ in 0..<it {
                 var s: CancelTokenSource? = CancelTokenSource()

@@ -19,16 +19,19 @@ public struct API {
     /// A retry step: a failed future's collapsing `catch` returning a
     /// pending future, then that one set (per step).
     public var catchStep: Body
-    public var contendedRegister: Body
-    public var racingSet: Body
+    /// `threads` threads registering handlers on one token while one more
+    /// cancels it (per handler).
+    public var contendedRegister: (_ threads: Int) -> Body
+    /// `threads` threads racing `trySetResult` over the same futures (per future).
+    public var racingSet: (_ threads: Int) -> Body
     public var immortalize: Body
     /// A flatten chain built outwards: each new future set to the previous
     /// one (per level, `levels` deep per iteration).
     public var outwardChain: (Int) -> Body
     public init(registerCancel: @escaping (Int) -> Body, churn: @escaping () -> (Body, () -> Int),
                 unlessChurn: @escaping Body, thenSet: @escaping Body, thenDoSet: @escaping Body,
-                thenChain10: @escaping Body, flatten: @escaping Body, catchStep: @escaping Body, contendedRegister: @escaping Body,
-                racingSet: @escaping Body, immortalize: @escaping Body, outwardChain: @escaping (Int) -> Body) {
+                thenChain10: @escaping Body, flatten: @escaping Body, catchStep: @escaping Body, contendedRegister: @escaping (Int) -> Body,
+                racingSet: @escaping (Int) -> Body, immortalize: @escaping Body, outwardChain: @escaping (Int) -> Body) {
         self.registerCancel = registerCancel; self.churn = churn; self.unlessChurn = unlessChurn
         self.thenSet = thenSet; self.thenDoSet = thenDoSet; self.outwardChain = outwardChain
         self.thenChain10 = thenChain10; self.flatten = flatten; self.catchStep = catchStep

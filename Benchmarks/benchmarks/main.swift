@@ -1,4 +1,4 @@
-// swift run -c release benchmarks [--quick] [--format json] [--filter SUBSTRING]
+// swift run -c release benchmarks [--quick] [--format json] [--filter SUBSTRING] [--impl NAME]
 //
 // One run compares, per scenario: `lockfree` (CollapsingFutures), the same
 // API under a lock per token (`dispatch-lock`: serial DispatchQueue as the
@@ -7,6 +7,9 @@
 // core alone with a no-op C handler. Times are medians of repetitions (with
 // min–max); allocations are counted by a malloc interposer linked into this
 // executable, in a separate pass; ratios are peer / lockfree in this run.
+// The contended scenarios run at 1, 2, 4, … threads up to the core count;
+// memory figures come from fresh processes (MemoryProbes.swift); every
+// report names the machine (Machine.swift).
 import BenchBodiesDL
 import BenchBodiesLF
 import BenchBodiesMX
@@ -24,7 +27,7 @@ import Synchronization
 
 // MARK: options
 
-var quick = false, json = false, filter: String?, implFilter: String?
+var quick = false, json = false, filter: String?, implFilter: String?, memoryProbe: String?
 do {
     var args = CommandLine.arguments.dropFirst()
     while let a = args.popFirst() {
@@ -33,6 +36,7 @@ do {
         case "--format": json = args.popFirst() == "json"
         case "--filter": filter = args.popFirst()
         case "--impl": implFilter = args.popFirst()
+        case "--memory-probe": memoryProbe = args.popFirst()
         case "-h", "--help":
             print("usage: benchmarks [--quick] [--format text|json] [--filter SCENARIO-SUBSTRING] [--impl NAME]")
             exit(0)
@@ -41,6 +45,13 @@ do {
             exit(2)
         }
     }
+}
+
+// A child process measuring one memory figure: prints the bytes grown.
+if let id = memoryProbe {
+    guard let probe = MemoryProbe.all(quick: quick).first(where: { $0.id == id }) else { exit(2) }
+    print(probe.grow(probe.items))
+    exit(0)
 }
 
 // glibc skips atomics while a process has a single thread: keep a second one alive.
@@ -219,12 +230,14 @@ let cFloorChurn: Body = { it in
 }
 
 struct TokenPointer: @unchecked Sendable { let p: UnsafeMutablePointer<cf_token> }
-let cFloorContended: Body = { it in
-    let t = TokenPointer(p: cfb_token_new())
-    onThreads(3) { i in
-        if i == 2 { usleep(20); cf_token_settle(t.p, UInt(CF_W_CANCELLED)) } else { for _ in 0..<it / 2 { cfb_register_noop(t.p) } }
+func cFloorContended(_ threads: Int) -> Body {
+    { it in
+        let t = TokenPointer(p: cfb_token_new())
+        onThreads(threads + 1) { i in
+            if i == threads { usleep(20); cf_token_settle(t.p, UInt(CF_W_CANCELLED)) } else { for _ in 0..<it / threads { cfb_register_noop(t.p) } }
+        }
+        cfb_token_free(t.p)
     }
-    cfb_token_free(t.p)
 }
 
 // MARK: scenarios
@@ -283,11 +296,20 @@ scenarios.append(Scenario(name: "flatten chain built outwards", summary: "each n
 scenarios.append(Scenario(name: "off-thread completion", summary: "complete from this thread, continuation on another thread (per future); nio: promise of a loop completed off it",
                           opsPerIteration: 1, iterations: 50_000,
                           bodies: ["lockfree": lockfreeOffThread, "nio": nioOffLoop]))
-scenarios.append(Scenario(name: "contended register", summary: "2 threads registering on one token while a third cancels (per handler)",
-                          opsPerIteration: 1, iterations: 200_000,
-                          bodies: merge(three { $0.contendedRegister }, ["c-floor": cFloorContended])))
-scenarios.append(Scenario(name: "contended trySetResult", summary: "2 threads racing trySetResult over the same futures (per future)",
-                          opsPerIteration: 1, iterations: 100_000, bodies: three { $0.racingSet }))
+// How each implementation scales: 1, 2, 4, … threads up to the core count
+// (and the core count itself when it is not a power of two).
+let threadCounts = Array(Set(sequence(first: 1) { $0 * 2 <= Machine.current.cores ? $0 * 2 : nil } + [Machine.current.cores])).sorted()
+for n in threadCounts {
+    scenarios.append(Scenario(name: "contended register, \(n) thread\(n == 1 ? "" : "s")",
+                              summary: "\(n) thread\(n == 1 ? "" : "s") registering on one token while one more cancels it (per handler)",
+                              opsPerIteration: 1, iterations: 200_000,
+                              bodies: merge(three { $0.contendedRegister(n) }, ["c-floor": cFloorContended(n)])))
+}
+for n in threadCounts {
+    scenarios.append(Scenario(name: "contended trySetResult, \(n) thread\(n == 1 ? "" : "s")",
+                              summary: "\(n) thread\(n == 1 ? "" : "s") racing trySetResult over the same futures (per future)",
+                              opsPerIteration: 1, iterations: 100_000, bodies: three { $0.racingSet(n) }))
+}
 scenarios.append(Scenario(name: "immortalize x16", summary: "source dropped with 16 handlers registered (per handler)",
                           opsPerIteration: 16, iterations: 20_000, bodies: three { $0.immortalize }))
 let lockfreeAll: Body = { it in
@@ -312,80 +334,14 @@ scenarios.append(Scenario(name: "all x1000", summary: "Future.all over 1,000 fut
 scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrency: Task create + cancel + await (reference)",
                           opsPerIteration: 1, iterations: 20_000, bodies: ["swift-concurrency": taskCreateCancel]))
 
-// MARK: memory of a 1,000,000-deep flatten chain
+// MARK: memory, each figure in a fresh process
 
-/// Resident memory now (/proc/self/statm: size resident shared ..., in pages).
-@Sendable func residentBytes() -> Int {
-    let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
-    let fields = statm.split(separator: " ")
-    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
-}
-
-/// Builds the chain tail-recursive retry code makes (each continuation returns
-/// the next, still pending, future), drives it, and reports how much resident
-/// memory had grown when the innermost level was reached (every level that is
-/// still alive is alive then). Current RSS, not peak RSS: the high-water mark
-/// would hide the growth under whatever an earlier scenario used, so this runs
-/// before the scenarios. `viaCatch`: each level is a failed attempt whose
-/// collapsing `catch` returns the next (the README's `fetchWithRetry`);
-/// otherwise a succeeded step whose collapsing `then` does.
-func flattenChainMemory(depth: Int, viaCatch: Bool = false) -> (bytesPerLevel: Double, grownMB: Double) {
-    final class Steps: @unchecked Sendable { var pending: [FutureSource<Int>] = []; var deepest = 0 }
-    let steps = Steps()  // holds at most the one pending level
-    let error: any Error = CancellationError()
-    let before = residentBytes()
-    do {
-        // Tail-recursive retry style: nothing to do after the inner future.
-        @Sendable func loop(_ n: Int) -> Future<Int> {
-            if n == 0 { steps.deepest = residentBytes(); return .succeeded(depth) }
-            let s = FutureSource<Int>()
-            steps.pending.append(s)
-            return viaCatch ? s.future.catch { (_: any Error) -> Future<Int> in loop(n - 1) }
-                            : s.future.then { (_: Int) -> Future<Int> in loop(n - 1) }
-        }
-        let f = loop(depth)
-        while let s = steps.pending.popLast() { if viaCatch { s.trySetFailure(error) } else { s.trySetResult(0) } }
-        precondition(f.forceGetResult() == depth)
+let memory: [(probe: MemoryProbe, bytesPerItem: Double)] = filter == nil && implFilter == nil
+    ? MemoryProbe.all(quick: quick).map { probe in
+        if !json { FileHandle.standardError.write("memory: \(probe.id)...\n".data(using: .utf8)!) }
+        return (probe, probe.measureInChild(quick: quick))
     }
-    let grown = Double(max(0, steps.deepest - before))
-    return (grown / Double(depth), grown / 1_048_576)
-}
-
-/// The same figure for a chain built outwards (each new future set to the
-/// previous one), measured when the outermost level is set, before the
-/// innermost completes.
-func outwardChainMemory(depth: Int) -> (bytesPerLevel: Double, grownMB: Double) {
-    let before = residentBytes()
-    var grown = 0
-    do {
-        let root = FutureSource<Int>()
-        var outer = root.future
-        var sources: [FutureSource<Int>] = []
-        sources.reserveCapacity(depth)
-        for _ in 0..<depth {
-            let s = FutureSource<Int>()
-            s.trySetResult(outer)
-            sources.append(s)
-            outer = s.future
-        }
-        grown = max(0, residentBytes() - before)
-        root.trySetResult(1)
-        precondition(outer.forceGetResult() == 1)
-    }
-    return (Double(grown) / Double(depth), Double(grown) / 1_048_576)
-}
-
-// Before the scenarios, so that memory they freed does not absorb the growth.
-let flattenDepth = quick ? 100_000 : 1_000_000
-// The small outward chain first: after the big chain's memory is freed, a
-// later measurement would grow into it and read 0.
-let outwardDepth = quick ? 2_000 : 10_000
-let outwardMemory = filter == nil && implFilter == nil ? outwardChainMemory(depth: outwardDepth) : nil
-let flattenMemory = filter == nil && implFilter == nil ? flattenChainMemory(depth: flattenDepth) : nil
-// After the tail-recursive chain, which keeps nothing per level, so frees
-// nothing a later chain could grow into (only the outward chain's 2-3 MB:
-// under 3 bytes per level of a million).
-let catchMemory = filter == nil && implFilter == nil ? flattenChainMemory(depth: flattenDepth, viaCatch: true) : nil
+    : []
 
 // MARK: run and report
 
@@ -411,17 +367,12 @@ if json {
         if f.scenario == "register/remove churn", let p = churnPeaks[f.impl] { o["peak_linked_nodes"] = p() }
         out.append(o)
     }
-    var memory: [[String: Any]] = []
-    if let m = flattenMemory {
-        memory.append(["shape": "tail-recursive", "depth": flattenDepth, "bytes_per_level": m.bytesPerLevel, "grown_mb": m.grownMB])
+    let memoryFigures: [[String: Any]] = memory.map { m in
+        ["probe": m.probe.name, "impl": m.probe.impl, "item": m.probe.item, "items": m.probe.items,
+         "bytes_per_item": m.bytesPerItem.isNaN ? NSNull() : m.bytesPerItem as Any]
     }
-    if let m = catchMemory {
-        memory.append(["shape": "catch-retry", "depth": flattenDepth, "bytes_per_level": m.bytesPerLevel, "grown_mb": m.grownMB])
-    }
-    if let m = outwardMemory {
-        memory.append(["shape": "outward", "depth": outwardDepth, "bytes_per_level": m.bytesPerLevel, "grown_mb": m.grownMB])
-    }
-    let document: [String: Any] = ["figures": out, "flatten_chain_memory": memory]
+    let document: [String: Any] = ["machine": Machine.current.json, "date": ISO8601DateFormatter().string(from: Date()),
+                                   "quick": quick, "figures": out, "memory": memoryFigures]
     let data = try! JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
     print(String(data: data, encoding: .utf8)!)
 } else {
@@ -438,7 +389,7 @@ if json {
             if k == 0 { print("|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|") }
         }
     }
-    print("CollapsingFutures benchmarks — \(ISO8601DateFormatter().string(from: Date())), \(ProcessInfo.processInfo.activeProcessorCount) cores\(quick ? ", --quick" : "")")
+    print("CollapsingFutures benchmarks — \(ISO8601DateFormatter().string(from: Date())), \(Machine.current.description)\(quick ? ", --quick" : "")")
     table("ns/op, median of repetitions [min–max]") { "\(fmt($0.median)) [\(fmt($0.min))–\(fmt($0.max))]" }
     table("allocations/op (counted by the interposer)") { String(format: "%.2f", $0.allocs) }
     table("ratio to lockfree (peer ns/op ÷ lockfree ns/op; > 1 means lockfree is faster)") { f in
@@ -448,17 +399,12 @@ if json {
         print("\npeak linked nodes during register/remove churn: " +
               churnPeaks.keys.sorted().map { "\($0) \(churnPeaks[$0]!())" }.joined(separator: ", "))
     }
-    if let m = flattenMemory {
-        print(String(format: "\nflatten chain %d deep (lockfree): resident memory grew %.1f MB by the innermost level, %.0f bytes per level",
-                     flattenDepth, m.grownMB, m.bytesPerLevel))
-    }
-    if let m = catchMemory {
-        print(String(format: "catch retry chain %d deep (lockfree): resident memory grew %.1f MB by the last attempt, %.0f bytes per level",
-                     flattenDepth, m.grownMB, m.bytesPerLevel))
-    }
-    if let m = outwardMemory {
-        print(String(format: "flatten chain built outwards, %d deep (lockfree): resident memory grew %.1f MB, %.0f bytes per level",
-                     outwardDepth, m.grownMB, m.bytesPerLevel))
+    if !memory.isEmpty {
+        print("\nresident memory per item (each figure in a fresh process)")
+        for m in memory {
+            let bytes = m.bytesPerItem.isNaN ? "failed" : "\(String(format: "%.0f", m.bytesPerItem)) bytes per \(m.probe.item)"
+            print("- \(m.probe.name), \(m.probe.items) (\(m.probe.impl)): \(bytes)")
+        }
     }
     print("\nscenarios:")
     for s in scenarios where names.contains(s.name) { print("- \(s.name): \(s.summary)") }

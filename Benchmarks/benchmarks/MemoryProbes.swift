@@ -1,0 +1,162 @@
+// Memory figures. Each is measured in a fresh process (this executable run
+// as `benchmarks --memory-probe NAME`), so memory one figure freed cannot
+// absorb another's growth: resident memory grown while the probe's
+// structure is alive, divided by its items.
+import CollapsingFutures
+import Foundation
+import NIOCore
+import NIOEmbedded
+
+struct MemoryProbe: Sendable {
+    let name: String
+    let impl: String
+    /// What one item is, for the report ("bytes per level").
+    let item: String
+    let items: Int
+    /// Builds the structure and returns the resident bytes it grew by.
+    let grow: @Sendable (Int) -> Int
+
+    static func all(quick: Bool) -> [MemoryProbe] {
+        let deep = quick ? 100_000 : 1_000_000
+        let outward = quick ? 2_000 : 10_000
+        return [
+            MemoryProbe(name: "tail-recursive flatten chain", impl: "lockfree", item: "level", items: deep) {
+                flattenChainGrowth(depth: $0, viaCatch: false)
+            },
+            MemoryProbe(name: "catch retry chain", impl: "lockfree", item: "level", items: deep) {
+                flattenChainGrowth(depth: $0, viaCatch: true)
+            },
+            MemoryProbe(name: "flatten chain built outwards", impl: "lockfree", item: "level", items: outward,
+                        grow: outwardChainGrowth),
+            MemoryProbe(name: "pending future with one then", impl: "lockfree", item: "future", items: deep,
+                        grow: pendingThenGrowth),
+            MemoryProbe(name: "pending future with one then", impl: "nio", item: "future", items: deep,
+                        grow: nioPendingMapGrowth),
+            MemoryProbe(name: "handler registered on a token", impl: "lockfree", item: "handler", items: deep,
+                        grow: tokenHandlerGrowth),
+            MemoryProbe(name: "handler registered on a token", impl: "nio", item: "handler", items: deep,
+                        grow: nioCallbackGrowth),
+        ]
+    }
+
+    var id: String { "\(name)/\(impl)" }
+
+    /// Runs this probe in a fresh process (`quick` as the parent was run);
+    /// resident bytes grown per item, NaN if the child failed.
+    func measureInChild(quick: Bool) -> Double {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        p.arguments = ["--memory-probe", id] + (quick ? ["--quick"] : [])
+        let out = Pipe()
+        p.standardOutput = out
+        guard (try? p.run()) != nil else { return .nan }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let grown = Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        return p.terminationStatus == 0 && grown >= 0 ? Double(grown) / Double(items) : .nan
+    }
+}
+
+/// Resident memory now (/proc/self/statm: size resident shared ..., in pages).
+func residentBytes() -> Int {
+    let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+    let fields = statm.split(separator: " ")
+    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+}
+
+/// The chain tail-recursive retry code makes (each continuation returns the
+/// next, still pending, future), driven from the innermost level out; the
+/// growth when the innermost level is reached (every level still alive is
+/// alive then). `viaCatch`: each level is a failed attempt whose collapsing
+/// `catch` returns the next (the README's `fetchWithRetry`); otherwise a
+/// succeeded step whose collapsing `then` does.
+@Sendable func flattenChainGrowth(depth: Int, viaCatch: Bool) -> Int {
+    final class Steps: @unchecked Sendable { var pending: [FutureSource<Int>] = []; var deepest = 0 }
+    let steps = Steps()  // holds at most the one pending level
+    let error: any Error = CancellationError()
+    let before = residentBytes()
+    @Sendable func loop(_ n: Int) -> Future<Int> {
+        if n == 0 { steps.deepest = residentBytes(); return .succeeded(depth) }
+        let s = FutureSource<Int>()
+        steps.pending.append(s)
+        return viaCatch ? s.future.catch { (_: any Error) -> Future<Int> in loop(n - 1) }
+                        : s.future.then { (_: Int) -> Future<Int> in loop(n - 1) }
+    }
+    let f = loop(depth)
+    while let s = steps.pending.popLast() { if viaCatch { s.trySetFailure(error) } else { s.trySetResult(0) } }
+    precondition(f.forceGetResult() == depth)
+    return steps.deepest - before
+}
+
+/// A chain built outwards (each new future set to the previous one), measured
+/// when the outermost level is set, before the innermost completes.
+@Sendable func outwardChainGrowth(depth: Int) -> Int {
+    let before = residentBytes()
+    let root = FutureSource<Int>()
+    var outer = root.future
+    var sources: [FutureSource<Int>] = []
+    sources.reserveCapacity(depth)
+    for _ in 0..<depth {
+        let s = FutureSource<Int>()
+        s.trySetResult(outer)
+        sources.append(s)
+        outer = s.future
+    }
+    let grown = residentBytes() - before
+    root.trySetResult(1)
+    precondition(outer.forceGetResult() == 1)
+    return grown
+}
+
+/// `n` pending futures, each with one `then`, kept with their sources.
+@Sendable func pendingThenGrowth(_ n: Int) -> Int {
+    let before = residentBytes()
+    var sources: [FutureSource<Int>] = [], outputs: [Future<Int>] = []
+    sources.reserveCapacity(n); outputs.reserveCapacity(n)
+    for _ in 0..<n {
+        let s = FutureSource<Int>()
+        outputs.append(s.future.then { $0 + 1 })
+        sources.append(s)
+    }
+    let grown = residentBytes() - before
+    withExtendedLifetime((sources, outputs)) {}
+    return grown
+}
+
+/// The same with nio: `n` promises, each with one `map`, kept with their futures.
+@Sendable func nioPendingMapGrowth(_ n: Int) -> Int {
+    let loop = EmbeddedEventLoop()
+    let before = residentBytes()
+    var promises: [EventLoopPromise<Int>] = [], outputs: [EventLoopFuture<Int>] = []
+    promises.reserveCapacity(n); outputs.reserveCapacity(n)
+    for _ in 0..<n {
+        let p = loop.makePromise(of: Int.self)
+        outputs.append(p.futureResult.map { $0 + 1 })
+        promises.append(p)
+    }
+    let grown = residentBytes() - before
+    for p in promises { p.succeed(0) }
+    withExtendedLifetime(outputs) {}
+    return grown
+}
+
+/// `n` handlers registered on one token (their registrations dropped).
+@Sendable func tokenHandlerGrowth(_ n: Int) -> Int {
+    let s = CancelTokenSource()
+    let before = residentBytes()
+    for _ in 0..<n { s.token.whenCancelled {} }
+    let grown = residentBytes() - before
+    s.cancel()
+    return grown
+}
+
+/// The same with nio: `n` callbacks on one pending promise.
+@Sendable func nioCallbackGrowth(_ n: Int) -> Int {
+    let loop = EmbeddedEventLoop()
+    let p = loop.makePromise(of: Int.self)
+    let before = residentBytes()
+    for _ in 0..<n { p.futureResult.whenSuccess { _ in } }
+    let grown = residentBytes() - before
+    p.succeed(0)
+    return grown
+}
