@@ -66,6 +66,9 @@
  * @step dbg_state       | debug_count           | AO_load_acquire(W(&n->state)) == CF_N_LIVE) count++;
  * @step dbg_recheck     | debug_count           | if (wants_clean(t, AO_load(W(&t->dead)))) try_clean(t);
  * @step future_claim    | cf_future_claim       | return AO_compare_and_swap_full(W(&f->claim), expected, desired);
+ * @step link_cas        | cf_token_link         | return AO_compare_and_swap_full(W(&t->word), 0, (AO_t)root | CF_W_LINKED);
+ * @step reg_linked      | cf_token_register     | if (w & CF_W_LINKED) return CF_REG_LINKED;
+ * @step settle_linked   | cf_token_settle       | if (w & (CF_W_TERMINAL | CF_W_LINKED)) return 0;
  * @step future_load     | cf_future_claim_load  | return AO_load_acquire(W(&f->claim));
  *
  * Swift-layer steps (not line-checked; the Swift files change independently):
@@ -92,7 +95,7 @@
  *
  * Configurations (-DCFG_*): RACE, IMMORTAL, NESTED1, NESTED2, CHURN
  * (-DCHURN_DCOUNT: with a concurrent debug_count), CHURN_SEQ, CHURN_WIDE,
- * PROGRESS, CYCLEP2, CYCLEP3, CYCLE2, CYCLE3, CHAIN, FSET; -DLIVENESS adds
+ * PROGRESS, CYCLEP2, CYCLEP3, CYCLE2, CYCLE3, CHAIN, FSET, LINK; -DLIVENESS adds
  * the termination LTL property to any of them; -DCLEAN_MIN=k (at least 2,
  * default 2), -DLEN_SLACK=k and -DLEN_WITNESS=1|2 probe P6;
  * -DCHAIN_WITNESS=1|2 shows CHAIN's pre-walk through the existing chain.
@@ -120,13 +123,15 @@
 #define W_CANCELLED 2   /* CF_W_CANCELLED */
 #define W_IMMORTAL  4   /* CF_W_IMMORTAL */
 #define W_TERMINAL  6   /* CF_W_TERMINAL */
+#define W_LINKED    8   /* CF_W_LINKED: NODE_OF such a word is the root token */
 /* A node "pointer" is its index 1..NN (0 is NULL); the word keeps the three
    tag bits below it, as the 16-byte alignment does in C. */
-#define NODE_OF(w)  ((w) >> 3)
-#define MKW(n)      ((n) << 3)
+#define NODE_OF(w)  ((w) >> 4)
+#define MKW(n)      ((n) << 4)
 #define REG_ADDED     0
 #define REG_CANCELLED 1
 #define REG_IMMORTAL  2
+#define REG_LINKED    3
 #define EV_RUN     1
 #define EV_DISCARD 2
 #define EV_UNLINK  3
@@ -151,6 +156,7 @@
 #define O_TRYSET 8   /* Future a ._trySet(value) */
 #define O_ALLOC  9   /* allocate node a if its slot is free, else skip the next b operations (0: 3) */
 #define O_LOOP  10   /* start over */
+#define O_LINK  11   /* Future._link's token step: cf_token_link(a into b), else register node LINK_FWD */
 #define P(t, k, kind, a, b) :: me == t && pc == k -> opk = kind; opa = a; opb = b
 
 /* ------------------------------------------------------------ configurations */
@@ -378,6 +384,24 @@
                   assert(claimer[2] != 2 || (ndetect >= 1 && word[0] == W_IMMORTAL && word[1] == W_IMMORTAL && word[2] == W_IMMORTAL)); \
                   assert(!CHAIN_SEEN)
 
+#elif defined(CFG_LINK)
+/* Future._link's token step racing a registration on the linked future:
+   T0 registers node 1 on token 0 (the linked future's, resolved first as
+   _tokenPtr does); T1 links token 0 into token 1 (the root's), or, when
+   node 1 came first, registers the forwarder _link falls back on, node 2
+   on token 1, whose run cancels token 0 (completes the linked future); T2
+   cancels token 1 (the root completes). Node 1 runs exactly once either
+   way, and a linked token is never settled. */
+#define NP 3
+#define NN 2
+#define NT 2
+#define LINK_FWD 2
+#define CFG_INIT  tok[1] = 0; tok[2] = 1; ra1[2] = ACT(A_CANCEL, 0)
+#define PROGRAM   P(0,0,O_ADD,1,0) P(0,1,O_DROP,1,0) P(1,0,O_LINK,0,1) P(1,1,O_DROP,2,0) P(2,0,O_CANCEL,1,0)
+#define CFG_END   assert(used[1] && ran[1] && word[1] == W_CANCELLED); \
+                  assert(word[0] == W_CANCELLED || word[0] == (MKW(1) | W_LINKED)); \
+                  assert(used[2] == (word[0] == W_CANCELLED))
+
 #elif defined(CFG_FSET)
 /* Two futures set to each other while a third thread completes future 0:
    one claimant per future; everything ends settled; a cycle of FLATTENING
@@ -434,8 +458,8 @@ bit  alive[NN + 1];   /* allocated and not freed */
 bit  holding[NN + 1]; /* the node (an unless link) still holds the registration of node hold[n] */
 bit  hasreg[NN + 1];  /* the registering thread holds a CancelRegistration on it */
 /* configuration constants: never change after init, so kept out of the state vector */
-#if NF > 0
-byte tok[NN + 1];                     /* token the node registers on (a forwarder's: the end of its walk, so state) */
+#if NF > 0 || defined(CFG_LINK)
+byte tok[NN + 1];                     /* token the node registers on (a forwarder's: the end of its walk; a node on a linked token: the root's; so state) */
 #else
 hidden byte tok[NN + 1];              /* token the node registers on */
 #endif
@@ -488,7 +512,7 @@ inline FREEN(n) {
   wt = 0;
   do
   :: wt < NT ->
-     wk = NODE_OF(word[wt]); wc = 0;
+     wk = ((word[wt] & W_LINKED) -> 0 : NODE_OF(word[wt])); wc = 0;   /* a linked word has no list */
      do
      :: wk != 0 -> assert(wk != n && alive[wk]); wk = nx[wk]; wc++; assert(wc <= NN)
      :: else -> break
@@ -883,6 +907,9 @@ next_op: skip;
      fi;
      goto op_done
   :: opk == O_LOOP -> d_step { ORDER_RESET; pc = 0; opk = 0; opa = 0; opb = 0 }; goto next_op
+#if defined(CFG_LINK)
+  :: opk == O_LINK -> goto op_link
+#endif
   fi;
 
 op_done: skip;
@@ -891,6 +918,8 @@ op_done: skip;
 
 /* ---- CancelToken.whenCancelled (unless: .immortal), at the top of a thread */
 op_add: skip;
+  /* cf_token_resolve (cf_core.h, inline; _tokenPtr): a linked token's root */
+  d_step { if :: (word[tok[opa]] & W_LINKED) -> tok[opa] = NODE_OF(word[tok[opa]]) :: else -> skip fi };
   cf_token_load(tok[opa], aw);
   if
   :: (aw & W_IMMORTAL) -> dispose(opa); aw = 0; goto op_done
@@ -907,6 +936,30 @@ add_reg_done: skip;
   if :: rres == REG_ADDED -> hasreg[opa] = 1 :: else -> release(opa) fi;
   rres = 0;
   goto op_done;
+
+#if defined(CFG_LINK)
+/* ---- Future._link's token step: cf_token_link(opa into opb); when the
+   word was not empty (a handler came first), the fallback forwarder
+   LINK_FWD is registered on opb instead (_register, no unless link) */
+op_link: skip;
+#if !defined(MUT_LINK_STORE)
+  d_step {                                                    /* @link_cas */
+    FENCE;
+    if :: word[opa] == 0 -> word[opa] = MKW(opb) | W_LINKED; aw = 1 :: else -> aw = 0 fi
+  };
+#else
+  d_step { aw = (word[opa] == 0) };                           /* MUTANT link-store: load ... */
+  if :: aw -> d_step { word[opa] = MKW(opb) | W_LINKED } :: else -> skip fi;   /* ... then store */
+#endif
+  if
+  :: aw -> aw = 0; goto op_done
+  :: else -> rt_n = LINK_FWD; rt_ret = 3; goto register_top
+  fi;
+link_reg_done: skip;
+  if :: rres == REG_ADDED -> hasreg[LINK_FWD] = 1 :: else -> release(LINK_FWD) fi;
+  rres = 0;
+  goto op_done;
+#endif
 
 /* ---- debug_count(opa) (cf_token_debug_count / _live), at the top of a
    thread: takes CLEANING like a cleaner, counts, clears it with a full CAS,
@@ -1035,6 +1088,11 @@ register_top: skip;
 reg_top_back: skip;
   rres = r_res; r_res = 0;
   if
+  :: rres == REG_LINKED ->
+     /* linked meanwhile: once more on the root (_register); the retain
+        cf_token_register's entry step counts is the same reference */
+     d_step { refs[rt_n]--; tok[rt_n] = NODE_OF(word[tok[rt_n]]) };
+     rres = 0; goto register_top
   :: rres == REG_ADDED -> skip
   :: rres == REG_CANCELLED && draining && sh != 0 ->          /* @must_queue */
      cf_node_enqueue(rt_n, W_CANCELLED); rres = REG_ADDED
@@ -1050,6 +1108,9 @@ reg_top_done: skip;
   rt_n = 0;
   if
   :: rt_ret == 1 -> rt_ret = 0; goto add_reg_done
+#if defined(CFG_LINK)
+  :: rt_ret == 3 -> rt_ret = 0; goto link_reg_done
+#endif
 #if NF > 0 && !defined(CYCLE_PROTO)
   :: rt_ret == 2 -> rt_ret = 0; goto setf_reg_done
 #endif
@@ -1100,13 +1161,13 @@ settle_top_back: skip;
 settle_body: skip;
   d_step { sw = word[s_t] };                                  /* @settle_load */
   do
-  :: (sw & W_TERMINAL) -> s_res = 0; break
-  :: !(sw & W_TERMINAL) && (sw & W_CLEANING) ->               /* @settle_wait: sched_yield */
+  :: (sw & (W_TERMINAL | W_LINKED)) -> s_res = 0; break       /* @settle_linked */
+  :: !(sw & (W_TERMINAL | W_LINKED)) && (sw & W_CLEANING) ->  /* @settle_wait: sched_yield */
      d_step { sw = word[s_t] }                                /* @settle_reload */
 #ifndef MUT_SETTLE_NOWAIT
-  :: !(sw & (W_TERMINAL | W_CLEANING)) ->
+  :: !(sw & (W_TERMINAL | W_LINKED | W_CLEANING)) ->
 #else
-  :: !(sw & W_TERMINAL) ->                                    /* MUTANT settle-nowait */
+  :: !(sw & (W_TERMINAL | W_LINKED)) ->                       /* MUTANT settle-nowait */
 #endif
      d_step {                                                 /* @settle_cas */
        FENCE;
@@ -1167,7 +1228,8 @@ cf_token_register: skip;
   do
   :: (rw & W_CANCELLED) -> r_res = REG_CANCELLED; break
   :: (rw & W_IMMORTAL) -> r_res = REG_IMMORTAL; break
-  :: !(rw & W_TERMINAL) ->
+  :: (rw & W_LINKED) -> r_res = REG_LINKED; break             /* @reg_linked */
+  :: !(rw & (W_TERMINAL | W_LINKED)) ->
      d_step {                                                 /* @reg_next @reg_cas */
        FENCE;
        assert(alive[r_n]);

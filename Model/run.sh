@@ -46,8 +46,10 @@ CONFIGS=(
   "cycle3|-DCFG_CYCLE3|safety|-w22"
   "chain|-DCFG_CHAIN|safety|-w20"
   "fset|-DCFG_FSET|safety|-w18"
-  "redirect1|-DCFG_R1|safety|-w18|redirect.pml"
-  "redirect2|-DCFG_R2|safety|-w18|redirect.pml"
+  "link|-DCFG_LINK|safety|-w18"
+  "link1|-DCFG_L1|safety|-w20|link.pml"
+  "link2|-DCFG_L2|safety|-w20|link.pml"
+  "link3|-DCFG_L3|safety|-w22|link.pml"
 )
 
 # name | configuration flags | mutant flag | what it mirrors
@@ -72,11 +74,14 @@ MUTANTS=(
   "recheck-early|-DCFG_CHURN -DNN=4 -DNP=2|-DMUT_RECHECK_EARLY|try_clean loads dead for the re-check before clearing CLEANING"
   "min-one|-DCFG_PROGRESS|-DMUT_MIN_ONE|CF_CLEAN_MIN 1: a removed head alone meets the trigger"
   "dcount-norecheck|-DCFG_CHURN -DCHURN_DCOUNT|-DMUT_DCOUNT_NORECHECK|debug_count does not re-check the trigger after clearing CLEANING (the old code)"
-  "word-first|-DCFG_R1|-DMUT_WORD_FIRST|_redirect does not read the token word again after counting references|redirect.pml"
-  "no-count|-DCFG_R1|-DMUT_NO_COUNT|_redirect does not count references (cf_held_only_by)|redirect.pml"
-  "redir-store|-DCFG_R1|-DMUT_REDIR_STORE|the redirection as a load then a store instead of a CAS|redirect.pml"
-  "keep-ptr|-DCFG_R2|-DMUT_KEEP_PTR|_takeClaimThrough leaves the pointer in place (no THROUGH)|redirect.pml"
-  "no-abandon|-DCFG_R1|-DMUT_NO_ABANDON|deinit does not make the redirection's target immortal|redirect.pml"
+  "link-store|-DCFG_LINK|-DMUT_LINK_STORE|cf_token_link as a load then a store instead of a CAS"
+  "token-first|-DCFG_L1|-DMUT_TOKEN_FIRST|_link links the token before the claim CAS|link.pml"
+  "no-fallback|-DCFG_L1|-DMUT_NO_FALLBACK|_link registers no forwarder when a handler came first|link.pml"
+  "claim-link-store|-DCFG_L1|-DMUT_LINK_STORE|_link's claim CAS as a load then a store|link.pml"
+  "no-taken|-DCFG_L2|-DMUT_NO_TAKEN|_takeClaimThrough does not mark the claim taken|link.pml"
+  "no-resolve|-DCFG_L1|-DMUT_NO_RESOLVE|a registration does not resolve a linked token|link.pml"
+  "no-abandon|-DCFG_L1|-DMUT_NO_ABANDON|deinit does not make an untaken link's root immortal|link.pml"
+  "walk-no-link|-DCFG_L3|-DMUT_WALK_NO_LINK|_walk stops at a linked future instead of following its link|link.pml"
 )
 
 now() { date +%s.%N; }
@@ -196,14 +201,14 @@ check)
       "chain reaches its case $w: future 0 targets and forwards from the chain's end ($([ $w = 1 ] && echo cycle || echo completed))" \
       "chain never reaches case $w (future 0 forwarding from the chain's end)"
   done
-  # The redirect configurations must reach what they are for: an end state
-  # where the producer's value reached X through 1 (redirect1) and 2
-  # (redirect2: Y into X, then Z into X through Y's claim) redirections.
+  # The link configurations must reach what they are for: an end state
+  # where the producer's value reached X through 1 (link1) and 2 (link2: Y
+  # into X, then Z into X through Y's claim) links.
   for w in 1 2; do
-    reach "$out/reach-redirect$w" "-DCFG_R$w -DWITNESS=$w" "-w18" redirect.pml \
-      '^pan:1: assertion violated .*nredirect>=' \
-      "redirect$w reaches $w redirection(s) completing X with the producer's value" \
-      "redirect$w never completes X through $w redirection(s)"
+    reach "$out/reach-link$w" "-DCFG_L$w -DWITNESS=$w" "-w20" link.pml \
+      '^pan:1: assertion violated .*nlink>=' \
+      "link$w reaches $w link(s) completing X with the producer's value" \
+      "link$w never completes X through $w link(s)"
   done
   ;;
 mutants)

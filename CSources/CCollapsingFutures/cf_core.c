@@ -8,6 +8,7 @@ _Static_assert(sizeof(AO_t) == sizeof(uintptr_t), "AO_t is one machine word");
 _Static_assert(offsetof(cf_node, state) == 0, "node state word first");
 _Static_assert(offsetof(cf_future, token) == 0, "a cf_future* is a cf_token*");
 _Static_assert((CF_W_TAGS & ~(uintptr_t)15) == 0, "tags fit in the alignment of a node");
+_Static_assert((CF_W_LINKED & (CF_W_TERMINAL | CF_W_CLEANING)) == 0, "the link tag is a tag of its own");
 
 #define W(p) ((volatile AO_t *)(p))
 #define NODE_OF(w) ((cf_node *)((w) & ~(uintptr_t)CF_W_TAGS))
@@ -40,6 +41,13 @@ uintptr_t cf_node_state(const cf_node *n) {
     return AO_load_acquire(W(&n->state));
 }
 
+int cf_token_link(cf_token *t, cf_token *root) {
+    // Full: release publishes the link to cf_token_resolve's acquire; one
+    // CAS from the empty word, so a racing registration (whose CAS also
+    // starts from it) and the link cannot both win.
+    return AO_compare_and_swap_full(W(&t->word), 0, (AO_t)root | CF_W_LINKED);
+}
+
 int cf_token_register(cf_token *t, cf_node *n) {
     // Acquire: if the word is terminal the caller runs the handler inline and
     // must see what was written before the cancel (same pairing as cf_token_load).
@@ -47,6 +55,7 @@ int cf_token_register(cf_token *t, cf_node *n) {
     for (;;) {
         if (w & CF_W_CANCELLED) return CF_REG_CANCELLED;
         if (w & CF_W_IMMORTAL) return CF_REG_IMMORTAL;
+        if (w & CF_W_LINKED) return CF_REG_LINKED;
         // Plain store: `n` is still private to this thread. The observed head
         // is only ever stored as `next`, never dereferenced, so the push is
         // ABA-free (a recycled head is still the correct `next`).
@@ -131,7 +140,7 @@ void cf_node_enqueue(cf_node *n, uintptr_t terminal) {
 int cf_token_settle(cf_token *t, uintptr_t terminal) {
     AO_t w = AO_load_acquire(W(&t->word));
     for (;;) {
-        if (w & CF_W_TERMINAL) return 0;
+        if (w & (CF_W_TERMINAL | CF_W_LINKED)) return 0;
         if (w & CF_W_CLEANING) {
             // A remover is unlinking interior nodes (bounded work, no
             // callbacks): wait it out so we walk a stable list.
@@ -191,7 +200,8 @@ static void try_clean(cf_token *t) {
         AO_t w = AO_load(W(&t->word));
         // Another cleaner: it re-checks the trigger after clearing CLEANING
         // and so takes our node (see the full increment in cf_node_remove).
-        if (w & (CF_W_TERMINAL | CF_W_CLEANING)) return;
+        // A linked word has no list.
+        if (w & (CF_W_TERMINAL | CF_W_CLEANING | CF_W_LINKED)) return;
         if (NODE_OF(w) == NULL) return;
         // Acquire: makes every node linked below `w` and its `next` visible.
         // Lost to a push or a cleaner: look at the word again.
@@ -250,7 +260,7 @@ int cf_node_claim(cf_node *n, uintptr_t fate) {
 static size_t debug_count(cf_token *t, int live_only) {
     for (;;) {
         AO_t w = AO_load_acquire(W(&t->word));
-        if (w & CF_W_TERMINAL) return 0;
+        if (w & (CF_W_TERMINAL | CF_W_LINKED)) return 0;
         if (NODE_OF(w) == NULL) return 0;
         if (w & CF_W_CLEANING) { sched_yield(); continue; }
         // Acquire, as a cleaner: the links below are stable until we clear it.

@@ -214,7 +214,7 @@ extension Future {
             // makes the output immortal at once, must not hide it (the
             // outcome must not depend on the inputs' order).
             for f in inputs where f._word & _wCancelled != 0 {
-                if let e = f._error { out._trySet(.failure(e)); return [] }
+                if let e = f._root._error { out._trySet(.failure(e)); return [] }
             }
             let slots = _Slots<Value>(inputs.count)
             var registrations: [CancelRegistration] = []

@@ -16,7 +16,7 @@ extension Future {
     @inlinable
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
-        let out = Future<U>(_unexposed: true)
+        let out = Future<U>(_linkable: true)
         _chainStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             switch input._result {
@@ -31,7 +31,7 @@ extension Future {
     @inlinable
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>(_unexposed: true)
+        let out = Future<U>(_linkable: true)
         _chainFlatStep(self, queue, unless, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return nil }
             switch input._result {
@@ -64,7 +64,7 @@ extension Future {
     @inlinable
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
-        let out = Future<Value>(_unexposed: true)
+        let out = Future<Value>(_linkable: true)
         _chainFlatStep(self, queue, unless, f, out, Self._catchStep((any Error).self))
         return out
     }
@@ -85,7 +85,7 @@ extension Future {
     @inlinable
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>(_unexposed: true)
+        let out = Future<U>(_linkable: true)
         _chainFlatStep(self, queue, unless, f, out, Self._finallyStep(Future<Value>.self))
         return out
     }

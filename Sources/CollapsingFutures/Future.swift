@@ -46,12 +46,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// semantics (cf_swift_runtime.h).
     @exclusivity(unchecked) @usableFromInline var _targetRef: UnsafeMutableRawPointer?
     /// A step's output (`then`, or a collapsing `catch` or `finally`): its
-    /// step node is its only producer and never hands it out, so when the
-    /// step's caller returns it from another collapsing step's function and
-    /// nothing else holds it, it can be redirected into that step's output
-    /// instead of being flattened (`_redirect`). Free in size: the object
-    /// stays within the same malloc size class.
-    @usableFromInline let _unexposed: Bool
+    /// only producer is its step node, which completes it only through
+    /// `_trySet`, `_setFuture` and `_tryImmortalizeFuture`, and these follow
+    /// a link. So when it is set as another future's outcome while pending
+    /// with nothing registered, it can be linked into that future instead
+    /// of being flattened (`_link`), whoever else holds it. Free in size:
+    /// the object stays within the same malloc size class.
+    @usableFromInline let _linkable: Bool
     #if DEBUG
     /// Debug builds: where the source that let this future become immortal
     /// was created. Written before the immortalizing settle (its full CAS
@@ -59,11 +60,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @exclusivity(unchecked) var _immortalSite: String?
     #endif
 
-    /// A pending future; `_unexposed` for a step node's output.
-    @inlinable init(_unexposed: Bool = false) {
+    /// A pending future; `_linkable` for a step node's output.
+    @inlinable init(_linkable: Bool = false) {
         _c = cf_future()
-        self._unexposed = _unexposed
-        cf_token_init(_tptr, 0)
+        self._linkable = _linkable
+        cf_token_init(_ownTptr, 0)
         #if DEBUG
         cf_debug_futures_add(1)
         #endif
@@ -71,9 +72,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     @inlinable init(_result r: Result<Value, any Error>) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
-        _unexposed = false
+        _linkable = false
         _store(r)
-        cf_token_init(_tptr, _wCancelled)
+        cf_token_init(_ownTptr, _wCancelled)
         #if DEBUG
         cf_debug_futures_add(1)
         #endif
@@ -85,7 +86,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         #endif
         // The last reference is gone, so every write to the fields is visible.
         if let t = _targetRef { cf_unowned_release(t) }
-        let w = _word
+        // Our own word: a linked future's outcome is its root's, never stored here.
+        let w = cf_token_load(_ownTptr)
         guard w & _wCancelled != 0 else { _abandon(word: w); return }
         // Completed: a success value is stored exactly when there is no error.
         guard _error == nil else { return }
@@ -96,17 +98,29 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         }
     }
 
-    /// `deinit` of a future that did not complete: what is registered on it
-    /// is discarded (`_settleAbandoned`), and a redirected future nobody
-    /// completed makes the future it was redirected into immortal: its
-    /// completer is gone. The last reference is gone, so the claim word is
-    /// final.
+    /// `deinit` of a future that did not complete itself (`w`: its own
+    /// token's word): what is registered on it is discarded
+    /// (`_settleAbandoned`); a linked one releases its root, which becomes
+    /// immortal if nobody took the claim through: its completer is gone. The
+    /// last reference is gone, so the claim word is final.
     @usableFromInline func _abandon(word w: UInt) {
-        _settleAbandoned(_tptr, word: w)
+        _settleAbandoned(_ownTptr, word: w)
         let c = cf_future_claim_load(_fptr)
-        if c >= UInt(CF_F_REDIRECT_MIN) {
-            _ = Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c)!).takeRetainedValue()._immortalizeClaimed()
+        if c >= UInt(CF_F_LINK_MIN) {
+            let root = Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c & ~UInt(CF_W_TAGS))!).takeRetainedValue()
+            if c & UInt(CF_F_TAKEN) == 0 { _ = root._immortalizeClaimed() }
         }
+    }
+
+    /// The future whose outcome this one has: its root when it is linked
+    /// (`_link`; a root is never linked), else itself. A link is final, and
+    /// the claim word (which names the root, with a reference to it) is
+    /// written before the token word links, so the acquire load that sees
+    /// the link sees the root too.
+    @inlinable var _root: Future {
+        guard cf_token_load(_ownTptr) & UInt(CF_W_LINKED) != 0 else { return self }
+        let c = cf_future_claim_load(_fptr) & ~UInt(CF_W_TAGS)
+        return Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c)!).takeUnretainedValue()
     }
 
     // MARK: result storage
@@ -161,6 +175,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// Copies `other`'s outcome (it has completed) without building a
     /// `Result`: called from `_FlattenNode`, whose methods are not specialized.
     @usableFromInline func _store(copying other: Future) {
+        let other = other._root
         if let e = other._error {
             _error = e
             return
@@ -178,14 +193,15 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     /// The outcome. Only after seeing the future completed.
     @inlinable var _result: Result<Value, any Error> {
-        if let e = _error { return .failure(e) }
-        return .success(_value)
+        let f = _root
+        if let e = f._error { return .failure(e) }
+        return .success(f._value)
     }
 
     @inlinable init(_immortal: ()) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
-        _unexposed = false
-        cf_token_init(_tptr, _wImmortal)
+        _linkable = false
+        cf_token_init(_ownTptr, _wImmortal)
         #if DEBUG
         cf_debug_futures_add(1)
         #endif
@@ -194,7 +210,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @inlinable var _fptr: UnsafeMutablePointer<cf_future> {
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_future.self)
     }
+    /// The completion token every operation acts on (its root's when linked).
     @inlinable var _tptr: UnsafeMutablePointer<cf_token> { _tokenPtr(self) }
+    /// Our own token, for initialization, deinit and linking.
+    @inlinable var _ownTptr: UnsafeMutablePointer<cf_token> { _ownTokenPtr(self) }
     @inlinable var _word: UInt { cf_token_load(_tptr) }
 
     // MARK: construction
@@ -216,13 +235,18 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     /// The current state; `.pending` and `.flattening` are volatile.
     @inlinable public var state: FutureState {
-        let w = _word
+        let f = _root
+        let w = f._word
         if w & _wCancelled != 0 {
-            return _error == nil ? .succeeded : .failed
+            return f._error == nil ? .succeeded : .failed
         }
         if w & _wImmortal != 0 { return .immortal }
-        // FLATTENING or AWAITING (set to a future redirected into it).
-        return cf_future_claim_load(_fptr) &- UInt(CF_F_FLATTENING) < 2 ? .flattening : .pending
+        let c = cf_future_claim_load(_fptr)
+        // Linked: pending until its completer takes the claim through (to
+        // set it to a future: completing would have ended the root's wait).
+        if c >= UInt(CF_F_LINK_MIN) { return c & UInt(CF_F_TAKEN) != 0 ? .flattening : .pending }
+        // FLATTENING or AWAITING (set to a future linked into it).
+        return c &- UInt(CF_F_FLATTENING) < 2 ? .flattening : .pending
     }
 
     /// Pending, flattening or immortal.
@@ -307,17 +331,17 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// Claims the right to complete this future without completing it yet:
     /// for "cancel first, publish second" (claim, cancel the operation's
     /// token, then `_complete`), so nothing the cancel triggers can complete
-    /// it first. Not for step outputs, which may be redirected.
+    /// it first. Not for step outputs, which may be linked.
     @inlinable func _claim() -> Bool {
-        assert(!_unexposed, "_claim() does not follow redirections")
+        assert(!_linkable, "_claim() does not follow links")
         return cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0
     }
 
-    /// A completer that lost the claim CAS: the future this one was
-    /// redirected into, whose claim the caller now holds and which it
-    /// completes instead (`_takeClaimThrough`); nil if already claimed.
+    /// A completer that lost the claim CAS: the root this one is linked
+    /// into, whose claim the caller now holds and which it completes
+    /// instead (`_takeClaimThrough`); nil if already claimed.
     @usableFromInline func _claimThrough() -> Future? {
-        _takeClaimThrough(_fptr).map { Unmanaged<Future>.fromOpaque($0).takeRetainedValue() }
+        _takeClaimThrough(_fptr).map { Unmanaged<Future>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// Only the claim holder (or the flattening forwarder) calls this.
@@ -344,30 +368,27 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// per set).
     @inlinable
     func _setFuture(_ other: Future) -> (set: Bool, steps: Int) {
-        _setFuture(other, redirecting: false) { _FlattenNode(output: $0, target: $1) }
+        _setFuture(other) { _FlattenNode(output: $0, target: $1) }
     }
 
     /// `_setFuture`, with the forwarder registered on the end of the chain
     /// built by `forwarder(output, end)` (a `_FlattenNode`, or a flatten
     /// step's own node reused). `output` is the future the claim was taken
-    /// for: this one, or the one it was redirected into. `redirecting`: the
-    /// caller holds `other` by the one reference a step function's result
-    /// is, so `_redirect` may count references (only `_FlatStepNode._run`).
+    /// for: this one, or the root it is linked into.
     @inlinable @inline(__always)
-    func _setFuture(_ other: Future, redirecting: Bool,
-                    forwarder: (_ output: Future, _ end: Future) -> _Node) -> (set: Bool, steps: Int) {
+    func _setFuture(_ other: Future, forwarder: (_ output: Future, _ end: Future) -> _Node) -> (set: Bool, steps: Int) {
         if cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
-            return (true, _setClaimed(other, redirecting: redirecting, forwarder: forwarder))
+            return (true, _setClaimed(other, forwarder: forwarder))
         }
         guard let t = _claimThrough() else { return (false, 0) }
-        return (true, t._setClaimed(other, redirecting: redirecting, forwarder: forwarder))
+        return (true, t._setClaimed(other, forwarder: forwarder))
     }
 
     /// The claim holder's half of `_setFuture`: this future (CLAIMED or
     /// AWAITING: ours) takes on `other`'s outcome. Returns the flattening
     /// targets walked.
     @inlinable @inline(__always)
-    func _setClaimed(_ other: Future, redirecting: Bool, forwarder: (_ output: Future, _ end: Future) -> _Node) -> Int {
+    func _setClaimed(_ other: Future, forwarder: (_ output: Future, _ end: Future) -> _Node) -> Int {
         if other === self { _ = _immortalizeClaimed(); return 0 }
         let w = other._word
         if w & _wCancelled != 0 {
@@ -375,9 +396,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             return 0
         }
         if w & _wImmortal != 0 { _ = _immortalizeClaimed(); return 0 }
-        // Not `a && b`: its autoclosure would capture `other`, one more
-        // reference for `_redirect` to count (in debug builds).
-        if redirecting, w == 0, other._unexposed, _redirect(other) { return 0 }
+        if w == 0, other._linkable, _link(other) { return 0 }
         // Target the end of `other`'s chain as it is now, not `other`: the
         // targets between them never change once published, so the end's
         // outcome is `other`'s, and a chain built outwards (each new future
@@ -397,51 +416,43 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return before + after
     }
 
-    /// Redirects `other` into this future (claimed by the caller) instead
-    /// of flattening into it: from now on whoever completes `other` takes
-    /// our claim through it and completes us (`_claimThrough`); if `other`
-    /// dies unset, we become immortal (`_abandon`). No forwarder is
-    /// registered and `other` holds nothing of ours but one reference, so
-    /// `other` is freed as soon as its producer is done with it: a
-    /// tail-recursive flatten chain (a retry loop returning the next `then`
-    /// or `catch`) keeps the outermost future and the current step, not a
-    /// future and a forwarder per level.
+    /// Links `other` (linkable, unset: a step output) into this future,
+    /// whose claim the caller holds, instead of flattening into it: whoever
+    /// completes `other` takes our claim through it and completes us
+    /// (`_claimThrough`), if `other` dies with the claim not taken we become
+    /// immortal (`_abandon`), and everyone else who holds `other` sees our
+    /// outcome and registers on our token (its token is linked into ours,
+    /// `cf_token_link`). No forwarder is registered, and `other` holds
+    /// nothing of ours but one reference, so `other` is freed as soon as its
+    /// producer and holders are done with it: a tail-recursive flatten chain
+    /// (a retry loop returning the next `then` or `catch`) keeps the
+    /// outermost future and the current step, not a future and a forwarder
+    /// per level, without knowing who else holds the futures.
     ///
-    /// Only when nobody else can observe `other`: a step's output
-    /// (`_unexposed`: its step node never hands it out), unset, with nothing
-    /// registered on it, and referenced exactly twice — by its step node and
-    /// by the caller's step-function result — with no weak or unowned
-    /// reference (cf_held_only_by). A third holder could read its state or
-    /// register on it later, and it would never complete. Only the step node
-    /// can create a reference meanwhile: when its input becomes immortal it
-    /// hands `other` to `_failOnUnless`, which completes it only through
-    /// `_trySet` / `_tryImmortalizeFuture`, and both follow a redirection;
-    /// nobody else can observe it. A producer that dropped its reference
-    /// can no longer complete `other`, which then behaves the same
-    /// redirected or not (pending until it dies, then immortal, and so are
-    /// we).
-    @usableFromInline func _redirect(_ other: Future) -> Bool {
-        // (No closure around the count: capturing `other` would be a third
-        // reference. `other` is used below, so it is alive here.)
-        // The token word again, after the count: a holder that registered
-        // on `other` and let go before the count is seen here (the fence in
-        // cf_held_only_by), and no one can register after it.
-        guard cf_future_claim_load(other._fptr) == UInt(CF_F_UNSET),
-              cf_held_only_by(Unmanaged.passUnretained(other).toOpaque(), 2) != 0,
-              other._word == 0 else { return false }
+    /// Two CASes in this order. The claim first, which pins `other`: it
+    /// fails if `other`'s producer claimed it meanwhile (then we flatten
+    /// into it as usual), and after it no completer writes `other`'s own
+    /// outcome. Then the token, from the empty word: it fails if a handler
+    /// was registered on `other` meanwhile, and then a forwarder on us
+    /// completes `other` with our outcome. The claim word's pointer is an
+    /// edge to us for cycle walkers either way (`_walk`).
+    @usableFromInline func _link(_ other: Future) -> Bool {
         // Reported flattening from now on. We hold our claim, so nobody else
-        // writes the word; full CAS, published by the redirection below.
+        // writes the word; full CAS, published by the link below.
         if cf_future_claim_load(_fptr) == UInt(CF_F_CLAIMED) {
             cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_AWAITING))
         }
-        // The redirection word holds a reference to us, taken by its
-        // completer (THROUGH) or released by `other`'s `_abandon`. Full CAS:
-        // its winner sees our AWAITING word. It fails if `other`'s producer
-        // claimed it meanwhile: then we flatten into it as usual.
+        // The claim word holds a reference to us until `other` is freed.
+        // Full CAS: its winner sees our AWAITING word.
         let me = Unmanaged.passRetained(self).toOpaque()
-        if cf_future_claim(other._fptr, UInt(CF_F_UNSET), UInt(bitPattern: me)) != 0 { return true }
-        Unmanaged<Future>.fromOpaque(me).release()
-        return false
+        guard cf_future_claim(other._fptr, UInt(CF_F_UNSET), UInt(bitPattern: me)) != 0 else {
+            Unmanaged<Future>.fromOpaque(me).release()
+            return false
+        }
+        if cf_token_link(other._ownTptr, _ownTptr) == 0 {
+            _ = _register(self, _FlattenNode(output: other, target: self))
+        }
+        return true
     }
 
     /// Records `target` as ours (the claim holder, once, before publishing
@@ -471,8 +482,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return true
     }
 
-    /// Follows flattening targets from `start` to the end of the chain (a
-    /// future not flattening) and returns it with the steps taken; `nil` if
+    /// Follows flattening targets and links (a linked future's root) from
+    /// `start` to the end of the chain (a future neither flattening nor
+    /// linked) and returns it with the steps taken; `nil` if
     /// the targets lead back here (this future is in a cycle: before our
     /// publication the walk stops here because we are not flattening yet). Brent's
     /// algorithm stops on a cycle that does not contain us and returns one
@@ -482,8 +494,19 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // The common case, inline: `start` is not flattening (no copies of
         // it for the loop's cursors: two retains and releases per walk).
         if start === self { return (nil, 0) }
-        guard cf_future_claim_load(start._fptr) == UInt(CF_F_FLATTENING) else { return (start, 0) }
+        let c = cf_future_claim_load(start._fptr)
+        guard c == UInt(CF_F_FLATTENING) || c >= UInt(CF_F_LINK_MIN) else { return (start, 0) }
         return _walkFlattening(from: start)
+    }
+
+    /// The next future of a chain after `cur`, whose claim word is `c`: its
+    /// flattening target (nil if that is already deinitializing: it has
+    /// completed or become immortal, and so will `cur`), or its root when
+    /// it is linked, kept alive by `cur`'s claim word; nil otherwise.
+    @inlinable func _next(after cur: Future, claim c: UInt) -> Future? {
+        if c == UInt(CF_F_FLATTENING) { return cur._loadTarget() }
+        guard c >= UInt(CF_F_LINK_MIN) else { return nil }
+        return Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c & ~UInt(CF_W_TAGS))!).takeUnretainedValue()
     }
 
     /// `_walk` from a flattening `start`.
@@ -493,9 +516,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         var power = 1, lam = 0, steps = 0
         while true {
             if cur === self { return (nil, steps) }
-            guard cf_future_claim_load(cur._fptr) == UInt(CF_F_FLATTENING), let next = cur._loadTarget() else {
-                return (cur, steps)
-            }
+            guard let next = _next(after: cur, claim: cf_future_claim_load(cur._fptr)) else { return (cur, steps) }
             cur = next
             steps += 1
             if cur === tortoise && cur !== self { return (cur, steps) }

@@ -790,10 +790,10 @@ func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
     future.thenDo { _ in object.touch() }
 }
 
-/// A continuation that returns another continuation's output, which nobody
-/// else holds (tail-recursive retry code): the lock-free version redirects
-/// that output into its own instead of flattening (Future._redirect), so
-/// these pin the behaviour a user sees either way.
+/// A continuation that returns another continuation's output (tail-recursive
+/// retry code): the lock-free version links that output into its own
+/// instead of flattening (Future._link), so these pin the behaviour a user
+/// sees either way, whoever else holds the output.
 @Suite struct ReturnedContinuationOutputs {
     final class Box<T>: @unchecked Sendable { var value: T?; init() {} }
 
@@ -871,6 +871,82 @@ func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
         b.trySetResult(1)
         #expect(kept.value!.forceGetResult() == 2)
         #expect(f.forceGetResult() == 2)
+    }
+
+    /// Observed only after the outer step took it on: a handler registered
+    /// then, its token and its state all follow its own outcome.
+    @Test func aReturnedContinuationObservedAfterwardsSeesItsOwnOutcome() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        let kept = Box<Future<Int>>()
+        let f = a.future.then { (_: Int) -> Future<Int> in
+            let inner = b.future.then { $0 + 1 }
+            kept.value = inner
+            return inner
+        }
+        a.trySetResult(0)
+        let inner = kept.value!
+        let seen = Log<Int>()
+        inner.thenDo { seen.append($0) }
+        let stopped = inner.completionToken
+        #expect(!stopped.isCancelled && stopped.canStillBeCancelled)
+        #expect(inner.state == .pending && inner.result == nil)
+        b.trySetResult(1)
+        #expect(seen.all == [2])
+        #expect(stopped.isCancelled)
+        #expect(inner.forceGetResult() == 2 && f.forceGetResult() == 2)
+    }
+
+    /// Held by someone else when its producer dies: it is immortal, and so
+    /// is the outer future, whose handler is freed.
+    @Test func aReturnedContinuationHeldElsewhereWhoseInputDiesIsImmortal() {
+        let deinits = Counter()
+        let a = FutureSource<Int>()
+        var b: FutureSource<Int>? = FutureSource<Int>()
+        let kept = Box<Future<Int>>()
+        let bFuture = b!.future
+        let f = a.future.then { (_: Int) -> Future<Int> in
+            let inner = bFuture.then { $0 + 1 }
+            kept.value = inner
+            return inner
+        }
+        thenDoHolding(Tracked(deinits), on: f)
+        a.trySetResult(0)
+        #expect(kept.value!.state == .pending)
+        drop(&b)                                   // the inner step's input dies unset
+        #expect(kept.value!.state == .immortal)
+        #expect(f.state == .immortal)
+        #expect(deinits.value == 1)
+    }
+
+    /// A handler registered on the returned future from another thread
+    /// while the outer step takes it on runs once with its outcome, never
+    /// lost, whichever comes first.
+    @Test func aHandlerRegisteredWhileTheOuterStepTakesItOnRuns() {
+        final class Shared: @unchecked Sendable {
+            let inner = Locked<Future<Int>?>(nil)
+        }
+        for _ in 0..<500 {
+            let a = FutureSource<Int>(), b = FutureSource<Int>()
+            let shared = Shared()
+            let ran = Log<Int>()
+            let f = a.future.then { (_: Int) -> Future<Int> in
+                let inner = b.future.then { $0 + 1 }
+                shared.inner.withLock { $0 = inner }
+                return inner
+            }
+            onThreads(2) { t in
+                if t == 0 {
+                    a.trySetResult(0)
+                } else {
+                    var inner: Future<Int>?
+                    while inner == nil { inner = shared.inner.withLock { $0 } }
+                    inner!.thenDo { ran.append($0) }
+                }
+            }
+            b.trySetResult(1)
+            #expect(ran.all == [2])
+            #expect(f.forceGetResult() == 2)
+        }
     }
 
     @Test func aReturnedContinuationWithAHandlerStillRunsIt() {
@@ -1073,7 +1149,7 @@ func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
     }
 
     /// The returned continuation's input completes on another thread while
-    /// the outer continuation is returning it (the redirection races its
+    /// the outer continuation is returning it (the link races its
     /// producer's claim).
     @Test func aReturnedContinuationCompletedConcurrentlyIsNeverLost() {
         for round in 0..<2_000 {

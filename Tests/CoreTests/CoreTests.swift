@@ -205,8 +205,8 @@ import Dispatch
 
 #if DEBUG  // the future count exists in debug builds only
 /// A tail-recursive flatten chain (retry code returning the next `then`):
-/// each level's output is redirected into the outermost future instead of
-/// being kept by a forwarder (Future._redirect), so the chain keeps a
+/// each level's output is linked into the outermost future instead of
+/// being kept by a forwarder (Future._link), so the chain keeps a
 /// constant number of futures, counted (debug builds count futures per
 /// thread; the chain runs on this thread alone).
 @Suite struct TailRecursiveChainsKeepNothingPerLevel {
@@ -263,6 +263,44 @@ import Dispatch
     @Test func catchAndFinallyLoopsKeepAConstantNumberOfFutures() {
         #expect(aliveAtInnermost(.catch, depth: 20_000) <= 8)
         #expect(aliveAtInnermost(.finally, depth: 20_000) <= 8)
+    }
+
+    /// The same chain with every level's output also held by a weak
+    /// reference (someone else who could still observe it): linking does
+    /// not depend on who holds a future, so the chain keeps a constant
+    /// number of futures all the same, and each weak reference, read at
+    /// the innermost level, sees a future still pending.
+    @Test func outputsAlsoHeldWeaklyKeepAConstantNumberOfFutures() {
+        final class Watched: @unchecked Sendable {
+            final class Weak { weak var future: Future<Int>? }
+            var sources: [FutureSource<Int>] = []
+            var outputs: [Weak] = []
+            var alive = 0
+            var pendingSeen = 0
+        }
+        let w = Watched()
+        let before = Future<Int>._aliveOnThisThread
+        @Sendable func loop(_ n: Int) -> Future<Int> {
+            if n == 0 {
+                w.alive = Future<Int>._aliveOnThisThread
+                w.pendingSeen = w.outputs.compactMap(\.future).filter { $0.state == .pending }.count
+                return .succeeded(7)
+            }
+            let s = FutureSource<Int>()
+            w.sources.append(s)
+            let out = s.future.then { (_: Int) -> Future<Int> in loop(n - 1) }
+            let weak = Watched.Weak()
+            weak.future = out
+            w.outputs.append(weak)
+            return out
+        }
+        var f: Future<Int>? = loop(20_000)
+        while let s = w.sources.popLast() { s.trySetResult(0) }
+        #expect(f!.forceGetResult() == 7)
+        #expect(w.alive - before <= 8)
+        #expect(w.pendingSeen <= 2)
+        f = nil
+        #expect(Future<Int>._aliveOnThisThread == before)
     }
 
     /// The same chain with an output the function also keeps: that one is

@@ -13,7 +13,12 @@
 //                          CF_W_CLEANING: one remover owns the interior links.
 //   CF_W_CANCELLED         terminal: cancelled (no pointer bits)
 //   CF_W_IMMORTAL          terminal: can never be cancelled (no pointer bits)
-// Nodes are 16-byte aligned, so the low four bits of a node pointer are free.
+//   root | CF_W_LINKED     final: a future's token linked into the token
+//                          `root` (cf_token_link): it is that token from now
+//                          on, and every operation acts on `root` instead
+//                          (cf_token_resolve). Only from 0; `root` is never
+//                          linked itself.
+// Nodes and tokens are 16-byte aligned, so the low four bits are free.
 //
 // The node state (cf_node.state): CF_N_LIVE, then exactly one of CLAIMED (it
 // runs: the token was cancelled), REMOVED (cf_node_remove won), DISCARDED (the
@@ -53,6 +58,8 @@
 //   function                  callers                          atomics (ordering)
 //   cf_token_init             one thread, before sharing       plain stores
 //   cf_token_load             any thread, any time             load (acquire)
+//   cf_token_resolve          any thread, any time             load (acquire)
+//   cf_token_link             any threads, with everything     CAS (full)
 //   cf_token_register         any threads, with everything     load (acquire); CAS (full)
 //   cf_token_settle           any threads; one wins            load (acquire); CAS (full)
 //   cf_node_remove            any thread, with everything      CAS (full); add (full);
@@ -123,6 +130,7 @@ enum {
     CF_W_CANCELLED = 2,
     CF_W_IMMORTAL = 4,
     CF_W_TERMINAL = CF_W_CANCELLED | CF_W_IMMORTAL,
+    CF_W_LINKED = 8,
     CF_W_TAGS = 15,
 };
 enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
@@ -132,27 +140,27 @@ enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
 ///   CF_F_FLATTENING  its claimer set it to a pending future (the target,
 ///                    published before this value) and a forwarder on that
 ///                    target's chain will complete it.
-///   CF_F_AWAITING    its claimer set it to an unexposed pending future (a
-///                    step output nothing else could see) and redirected
-///                    that one into it: whoever completes the redirected
-///                    future completes this one. Reported as flattening; for
-///                    cycle walkers it is the end of a chain, like CLAIMED.
-///   CF_F_THROUGH     a redirected future whose completer took the claim
-///                    through to the future it was redirected into; this
-///                    one never completes (nothing can observe it).
-///   pointer (>= CF_F_REDIRECT_MIN, 16-byte aligned, retained)
-///                    an unexposed future redirected into the AWAITING (or
-///                    CLAIMED) future at that address, whose claim it holds.
-///                    Its completer CASes it to THROUGH and completes that
-///                    future instead; if it dies unset, that future becomes
-///                    immortal. So a tail-recursive flatten chain keeps no
-///                    future per level (Future._redirect in the Swift layer).
+///   CF_F_AWAITING    its claimer set it to a pending future and linked that
+///                    one into it: whoever completes the linked future
+///                    completes this one. Reported as flattening; for cycle
+///                    walkers it is the end of a chain, like CLAIMED.
+///   root (>= CF_F_LINK_MIN, 16-byte aligned, retained until the future is
+///        freed) [| CF_F_TAKEN]
+///                    a future linked into the AWAITING (or CLAIMED) future
+///                    at `root`, whose claim it holds: its completer sets
+///                    CF_F_TAKEN and completes `root` instead; if it dies
+///                    with the claim not taken, `root` becomes immortal.
+///                    For cycle walkers an edge to `root`. Its token is
+///                    linked into root's (CF_W_LINKED), unless a handler was
+///                    registered on it first: then a forwarder on `root`
+///                    completes it. So a tail-recursive flatten chain keeps
+///                    no future per level (Future._link in the Swift layer).
 /// The word never returns to UNSET.
-enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2, CF_F_AWAITING = 3, CF_F_THROUGH = 4,
-       CF_F_REDIRECT_MIN = 16 };
+enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2, CF_F_AWAITING = 3,
+       CF_F_LINK_MIN = 16, CF_F_TAKEN = 1 };
 
 /// cf_token_register results.
-enum { CF_REG_ADDED = 0, CF_REG_CANCELLED = 1, CF_REG_IMMORTAL = 2 };
+enum { CF_REG_ADDED = 0, CF_REG_CANCELLED = 1, CF_REG_IMMORTAL = 2, CF_REG_LINKED = 3 };
 
 /// Initialises a token (not concurrent: before the token is shared).
 /// `terminal` is 0, CF_W_CANCELLED or CF_W_IMMORTAL. Plain stores, inline
@@ -166,6 +174,26 @@ static inline void cf_token_init(cf_token *t, uintptr_t terminal) {
 /// Any thread, any time. Acquire load: a caller that sees a terminal word
 /// also sees everything written before the cancel (a future's result).
 uintptr_t cf_token_load(const cf_token *t);
+
+/// The token every operation on `t` acts on: `t`, or the root `t` was
+/// linked into (CF_W_LINKED; a root is never linked, so one step). Any
+/// thread, any time. Acquire load, as cf_token_load: a caller that sees the
+/// link sees the root's token as its linker did. Inline here (a compiler
+/// builtin, not libatomic_ops, which stays out of this header): every
+/// operation of the Swift layer resolves its token first.
+static inline cf_token *cf_token_resolve(cf_token *t) {
+    uintptr_t w = __atomic_load_n(&t->word, __ATOMIC_ACQUIRE);
+    return (w & CF_W_LINKED) ? (cf_token *)(w & ~(uintptr_t)CF_W_TAGS) : t;
+}
+
+/// Links the token `t` into `root` (0 -> root | CF_W_LINKED): from now on
+/// `t` is `root` for everyone (cf_token_resolve). Any thread, with
+/// everything; `root` must be a token that is never linked, 16-byte
+/// aligned, kept alive by the caller for as long as `t` can be used. Full
+/// CAS: release publishes the link to resolvers, and of a registration and
+/// a link racing on the empty word exactly one wins. 1 if linked; 0 if the
+/// word was not 0 (a handler was registered, or the token settled).
+int cf_token_link(cf_token *t, cf_token *root);
 
 /// Initialises a node (not concurrent: before registration). Plain stores,
 /// inline here: the Swift layer initialises one node per registration.
@@ -186,11 +214,12 @@ void cf_swift_node_event(void *_Nullable ctx, int event);
 /// each other and with cancel/immortalize/remove. Release CAS publishes the
 /// node's fields. Returns CF_REG_ADDED (the list now holds the caller's
 /// reference), or the terminal state found (nothing was linked; the caller
-/// runs or drops the handler itself and keeps its reference).
+/// runs or drops the handler itself and keeps its reference), or
+/// CF_REG_LINKED: `t` was linked meanwhile; register on cf_token_resolve(t).
 int cf_token_register(cf_token *t, cf_node *n);
 
 /// Moves a still-cancellable token to CF_W_CANCELLED or CF_W_IMMORTAL and
-/// settles every node: claimed ones run (cancel) or are discarded
+/// settles every node (a linked token is not settled: 0): claimed ones run (cancel) or are discarded
 /// (immortalize) in registration order, on this thread. Any thread; exactly
 /// one caller wins (returns 1), the rest return 0. Full CAS. Inside a
 /// callback the nodes are queued and run right after that callback returns
@@ -251,9 +280,9 @@ size_t cf_token_debug_count_live(cf_token *t);
 /// Future claim word. Any thread.
 /// CAS with full ordering: the winner may then write the result; the full
 /// fence on FLATTENING publication makes cycle detection see every other
-/// publication that preceded it (store-buffering safe); a redirection (a
-/// pointer) publishes the AWAITING word written before it, and taking it
-/// THROUGH acquires that.
+/// publication that preceded it (store-buffering safe), the link edges
+/// (pointers) included; a link publishes the AWAITING word written before
+/// it, and taking its claim (CF_F_TAKEN) acquires that.
 int cf_future_claim(cf_future *f, uintptr_t expected, uintptr_t desired);
 uintptr_t cf_future_claim_load(const cf_future *f);
 

@@ -11,11 +11,8 @@
 // target (swift_unownedRetain when it publishes it, swift_unownedRelease in
 // its deinit), so the target's memory stays valid while the walker can reach
 // it; the walker takes a strong reference with swift_tryRetain, which fails
-// once the target's strong count has reached zero.
-//
-// And the reference counts (swift_retainCount and its unowned and weak
-// kin, what the standard library's `_getRetainCount` calls), to tell a
-// future nobody else can observe (cf_held_only_by).
+// once the target's strong count has reached zero. No decision of the
+// library reads a reference count.
 #ifndef CF_SWIFT_RUNTIME_H
 #define CF_SWIFT_RUNTIME_H
 
@@ -43,29 +40,6 @@ static inline void cf_unowned_release(void *object) { swift_unownedRelease(objec
 /// deinitialized (returns 0, nothing retained). The object's memory must be
 /// valid (an unowned count held). Any thread.
 static inline int cf_try_retain(void *object) { return swift_tryRetain(object) != NULL; }
-
-size_t swift_retainCount(void *object);
-size_t swift_unownedRetainCount(void *object);
-size_t swift_weakRetainCount(void *object);
-
-/// Whether exactly `strong` strong references to `object` exist and no
-/// unowned or weak one (the runtime counts 1 for each kind when there are
-/// none: the strong references together hold one unowned reference, and
-/// one weak reference once a side table exists). Used by
-/// `Future._redirect`: a step output held only by its step node and by
-/// the step's caller cannot be observed by anyone else. The runtime reads
-/// the counts relaxed; the acquire fence after the strong count pairs with
-/// the release decrement of every holder that let go, so what a holder did
-/// before letting go (keeping a weak reference, registering a handler: the
-/// caller re-reads the token word after this) is visible to the loads that
-/// follow. Once the strong count is `strong`, nobody but those two holders
-/// can add a reference, so no count can grow behind the caller's back.
-/// Any thread.
-static inline int cf_held_only_by(void *object, size_t strong) {
-    if (swift_retainCount(object) != strong) return 0;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return swift_unownedRetainCount(object) == 1 && swift_weakRetainCount(object) == 1;
-}
 
 #ifdef __cplusplus
 }

@@ -17,10 +17,19 @@
 import CCollapsingFutures
 import Dispatch
 
-/// The object a token's state word lives in: `_TokenStorage` for sources,
-/// `Future` for completion tokens. Its first stored property is a `cf_token`.
+/// The token every operation on `owner`'s token acts on: its own, or, for
+/// a future linked into another (`Future._link`), that one's
+/// (`cf_token_resolve`). `owner` is the object a token's state word lives
+/// in: `_TokenStorage` for sources, `Future` for completion tokens.
 @inlinable @inline(__always)
 func _tokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
+    cf_token_resolve(_ownTokenPtr(owner))
+}
+
+/// The token stored in `owner` itself, its first stored property: for its
+/// initializer and deinit, and for linking it.
+@inlinable @inline(__always)
+func _ownTokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
     _getUnsafePointerToStoredProperties(owner).assumingMemoryBound(to: cf_token.self)
 }
 
@@ -37,7 +46,9 @@ func _tokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
 @usableFromInline @inline(__always)
 func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     let u = Unmanaged.passRetained(node)
-    let r = cf_token_register(_tokenPtr(owner), node._ptr)
+    var r = cf_token_register(_tokenPtr(owner), node._ptr)
+    // Linked meanwhile: once more on the root, which is never linked.
+    if r == Int32(CF_REG_LINKED) { r = cf_token_register(_tokenPtr(owner), node._ptr) }
     if r == Int32(CF_REG_ADDED) { return r }
     if r == Int32(CF_REG_CANCELLED) && cf_drain_must_queue() != 0 {
         // Inside a handler that has started work still waiting, or too many
@@ -58,7 +69,7 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
 }
 
 /// Called by the owner of the token `t` (a `Future`, a `_TokenStorage`) as
-/// it is freed, with the token's word `w`: nothing can settle it any more.
+/// it is freed, with its own token's word `w`: nothing can settle it any more.
 /// Nodes still linked in its list (handlers nobody else holds, or removed
 /// ones a cleanup has not unlinked yet) would keep the list's reference
 /// forever: a still-cancellable token with a list is settled immortal, as a
@@ -66,7 +77,7 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
 /// Nothing a callback can reach holds the dying owner; inside a drain the
 /// settle only queues the nodes, and the token is not read after it.
 func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
-    if w & _wTerminal == 0 && w != 0 { cf_token_settle(t, _wImmortal) }
+    if w & (_wTerminal | UInt(CF_W_LINKED)) == 0 && w != 0 { cf_token_settle(t, _wImmortal) }
 }
 
 /// The state word's terminal tags, as Swift sees them.
@@ -261,8 +272,8 @@ func _failOnUnless(_ output: AnyObject, _ unlessOwner: AnyObject?) {
 }
 
 /// Claims an unset future and makes it immortal (non-generic: C only); a
-/// redirected one (`Future._redirect`) makes the future it was redirected
-/// into immortal, taking the claim through it.
+/// linked one (`Future._link`) makes its root immortal, taking the claim
+/// through it.
 @usableFromInline
 func _tryImmortalizeFuture(_ f: AnyObject) -> Bool {
     let p = _getUnsafePointerToStoredProperties(f).assumingMemoryBound(to: cf_future.self)
@@ -271,24 +282,26 @@ func _tryImmortalizeFuture(_ f: AnyObject) -> Bool {
     // future) costs two loads (this one and `_takeClaimThrough`'s), not a
     // failing CAS.
     if cf_future_claim_load(p) == UInt(CF_F_UNSET), cf_future_claim(p, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
-        cf_token_settle(_tokenPtr(f), _wImmortal)
+        cf_token_settle(_ownTokenPtr(f), _wImmortal)
         return true
     }
-    guard let target = _takeClaimThrough(p) else { return false }
-    cf_token_settle(_tokenPtr(Unmanaged<AnyObject>.fromOpaque(target).takeRetainedValue()), _wImmortal)
+    guard let root = _takeClaimThrough(p) else { return false }
+    cf_token_settle(_ownTokenPtr(Unmanaged<AnyObject>.fromOpaque(root).takeUnretainedValue()), _wImmortal)
     return true
 }
 
-/// For a completer that lost the claim CAS on the future `p`: if it was
-/// redirected (`Future._redirect`) and nobody took its claim through yet,
-/// takes it (-> THROUGH) and returns the future it was redirected into,
-/// with the reference the word held; that future's claim is the caller's
-/// now. Otherwise nil (already claimed). Full CAS: acquires the AWAITING
-/// word the redirection published. Non-generic: C only.
+/// For a completer that lost the claim CAS on the future `p`: if it is
+/// linked (`Future._link`) and nobody took its claim through yet, takes it
+/// (sets CF_F_TAKEN) and returns its root, whose claim is the caller's now;
+/// otherwise nil (already claimed). The root stays referenced by `p`'s
+/// claim word until `p`'s future is freed, which the caller's reference to
+/// it prevents meanwhile. Full CAS: acquires the AWAITING word the link
+/// published. Non-generic: C only.
 @usableFromInline
 func _takeClaimThrough(_ p: UnsafeMutablePointer<cf_future>) -> UnsafeMutableRawPointer? {
     let c = cf_future_claim_load(p)
-    guard c >= UInt(CF_F_REDIRECT_MIN), cf_future_claim(p, c, UInt(CF_F_THROUGH)) != 0 else { return nil }
+    guard c >= UInt(CF_F_LINK_MIN), c & UInt(CF_F_TAKEN) == 0,
+          cf_future_claim(p, c, c | UInt(CF_F_TAKEN)) != 0 else { return nil }
     return UnsafeMutableRawPointer(bitPattern: c)
 }
 

@@ -8,10 +8,11 @@ final class _TokenStorage: @unchecked Sendable {
 
     init(terminal: UInt) {
         _c = cf_token()
-        cf_token_init(_tokenPtr(self), terminal)
+        cf_token_init(_ownTokenPtr(self), terminal)
     }
 
-    @inline(__always) var ptr: UnsafeMutablePointer<cf_token> { _tokenPtr(self) }
+    /// A source's token is never linked: its own.
+    @inline(__always) var ptr: UnsafeMutablePointer<cf_token> { _ownTokenPtr(self) }
 
     /// A source settles its token before it goes; one nobody can cancel any
     /// more (the result of `CancelToken.all` whose nodes are all gone) is

@@ -83,7 +83,7 @@ enum CombinatorRecord {
     case flatThen(a: Int, b: Int, unless: Int?, ran: Cell, out: Future<Int>)
     /// The collapsing `then` returning a fresh collapsing `then` of pool
     /// future `b` that returns a fresh `then` of pool future `c`: outputs
-    /// nobody else holds, which the lock-free version redirects into `out`
+    /// nobody else holds, which the lock-free version links into `out`
     /// (a chain of two: the claim is taken through twice). `viaFinally`:
     /// the middle level is a collapsing `finally` of `b` (it runs whatever
     /// `b`'s outcome, unless immortal) returning a collapsing `catch` of `c`
@@ -233,7 +233,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                     let won = s.trySetResult(futures[fj])
                     flattenLog.withLock { $0.append((fi, fj, won)) }
                 }
-            case 9 where variant == 1 && a & 128 != 0:  // collapsing then, returning fresh thens (redirected)
+            case 9 where variant == 1 && a & 128 != 0:  // collapsing then, returning fresh thens (linked)
                 let fi = a % nFutures, fj = (b >> 4) % nFutures, fk = (a >> 3) % nFutures
                 let ran = Cell(0)
                 let cap = Captured(d)

@@ -18,15 +18,14 @@ import CCollapsingFutures
 /// for `then`; `any Error` for `catch` and `Future<I>` for `finally` (whose
 /// `f`, stored at `A`'s generic abstraction, takes a reabstraction thunk:
 /// the allocation their body closure took before). Every collapsing step's
-/// output is `_unexposed`, so a retry loop built on any of them is
-/// redirected level by level (`Future._redirect`).
+/// output is `_linkable`, so a retry loop built on any of them is linked
+/// level by level (`Future._link`).
 @usableFromInline
 final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
     /// `ok` true: the input completed; false: `unless` was cancelled first.
     /// Returns the future `f` returned, for `output` to take on, as the
-    /// reference `f` returned (unmanaged, so that no copy of it is held
-    /// anywhere: `_run` counts references); nil when the step completed
-    /// `output` itself.
+    /// reference `f` returned (unmanaged: handed on without a retain and
+    /// release); nil when the step completed `output` itself.
     @usableFromInline typealias Step = (_ input: Future<I>, _ f: (A) throws -> Future<R>, _ output: Future<R>, _ ok: Bool) -> Unmanaged<Future<R>>?
 
     /// The input (a `Future<I>`) in the step phase; in the forwarder phase
@@ -70,16 +69,13 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
         if let (o, t) = _takeForwarder() {
             o._complete(copying: t)
         } else if let (s, i, f, o) = _takeAll(), let inner = s(i, f, o, true) {
-            // `inner` is the one reference the function's result is, dead
-            // after this call (this method is not inlinable into other
-            // code): `o` may redirect it (`Future._redirect`). The output a
-            // forwarder completes is `o`, or the future `o` was redirected
-            // into.
+            // The output a forwarder completes is `o`, or the root `o` is
+            // linked into (`Future._link`).
             let inner = inner.takeRetainedValue()
             if _hadUnlessLink {
-                _ = o._setFuture(inner, redirecting: true) { _FlattenNode(output: $0, target: $1) }
+                _ = o._setFuture(inner) { _FlattenNode(output: $0, target: $1) }
             } else {
-                _ = o._setFuture(inner, redirecting: true) { self._becomeForwarder(output: $0, target: $1) }
+                _ = o._setFuture(inner) { self._becomeForwarder(output: $0, target: $1) }
             }
         }
     }
