@@ -89,6 +89,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // Our own word: a linked future's outcome is its root's, never stored here.
         let w = cf_token_load(_ownTptr)
         guard w & _wCancelled != 0 else { _abandon(word: w); return }
+        // Completed itself, yet linked: a handler came before the link, and
+        // the forwarder on the root completed it.
+        _dropLink()
         // Completed: a success value is stored exactly when there is no error.
         guard _error == nil else { return }
         if Self._inline {
@@ -100,16 +103,21 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     /// `deinit` of a future that did not complete itself (`w`: its own
     /// token's word): what is registered on it is discarded
-    /// (`_settleAbandoned`); a linked one releases its root, which becomes
-    /// immortal if nobody took the claim through: its completer is gone. The
-    /// last reference is gone, so the claim word is final.
+    /// (`_settleAbandoned`), then its link goes (`_dropLink`).
     @usableFromInline func _abandon(word w: UInt) {
         _settleAbandoned(_ownTptr, word: w)
+        _dropLink()
+    }
+
+    /// `deinit` of a linked future: releases the reference its claim word
+    /// holds on the root, which becomes immortal if nobody took the claim
+    /// through (its completer is gone; a root that completed stays so). The
+    /// last reference is gone, so the claim word is final.
+    @usableFromInline func _dropLink() {
         let c = cf_future_claim_load(_fptr)
-        if c >= UInt(CF_F_LINK_MIN) {
-            let root = Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c & ~UInt(CF_W_TAGS))!).takeRetainedValue()
-            if c & UInt(CF_F_TAKEN) == 0 { _ = root._immortalizeClaimed() }
-        }
+        guard c >= UInt(CF_F_LINK_MIN) else { return }
+        let root = Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c & ~UInt(CF_W_TAGS))!).takeRetainedValue()
+        if c & UInt(CF_F_TAKEN) == 0 { _ = root._immortalizeClaimed() }
     }
 
     /// The future whose outcome this one has: its root when it is linked
@@ -236,7 +244,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// The current state; `.pending` and `.flattening` are volatile.
     @inlinable public var state: FutureState {
         let f = _root
-        let w = f._word
+        // `f`'s own word: resolving again could see a link made since
+        // `_root` found none, and pair the root's word with our outcome.
+        let w = cf_token_load(f._ownTptr)
         if w & _wCancelled != 0 {
             return f._error == nil ? .succeeded : .failed
         }

@@ -1,0 +1,63 @@
+@_spi(Testing) @testable import CollapsingFutures
+import Testing
+import TestSupport
+
+#if DEBUG  // the future count exists in debug builds only
+/// `Future._link` driven directly, for the two paths a race decides: a
+/// handler registered on the returned future before the link (its token
+/// keeps its own list, and a forwarder on the root completes it), and a
+/// returned future its producer drops unset. Every future is counted freed
+/// afterwards (the claim word's reference on the root included).
+@Suite struct Link {
+    @Test func aHandlerRegisteredBeforeTheLinkRunsAndNothingIsKept() {
+        let before = Future<Int>._aliveOnThisThread
+        let seen = Log<Int>()
+        do {
+            let returned = Future<Int>(_linkable: true)
+            returned.thenDo { seen.append($0) }
+            let root = Future<Int>()
+            #expect(root._claim())
+            #expect(root._link(returned))
+            #expect(returned.state == .pending && root.state == .flattening)
+            #expect(returned._trySet(.success(5)))       // taken through to the root
+            #expect(root.forceGetResult() == 5 && returned.forceGetResult() == 5)
+        }
+        #expect(seen.all == [5])
+        #expect(Future<Int>._aliveOnThisThread == before)
+    }
+
+    @Test func aLinkedFutureItsProducerDropsUnsetMakesTheRootImmortal() {
+        let before = Future<Int>._aliveOnThisThread
+        do {
+            let root = Future<Int>()
+            #expect(root._claim())
+            var returned: Future<Int>? = Future<Int>(_linkable: true)
+            #expect(root._link(returned!))
+            #expect(returned!.completionToken.canStillBeCancelled)
+            #expect(root.state == .flattening)
+            returned = nil
+            #expect(root.state == .immortal)
+        }
+        #expect(Future<Int>._aliveOnThisThread == before)
+    }
+
+    @Test func aLinkedFutureSeesTheRootsOutcomeAndRegistersOnIt() {
+        let before = Future<Int>._aliveOnThisThread
+        let seen = Log<Int>()
+        do {
+            let root = Future<Int>()
+            #expect(root._claim())
+            let returned = Future<Int>(_linkable: true)
+            #expect(root._link(returned))
+            returned.thenDo { seen.append($0) }
+            #expect(returned.completionToken._linkedNodeCount == 1)      // on the root's token
+            #expect(root.completionToken._linkedNodeCount == 1)
+            #expect(returned._trySet(.failure(Boom())))
+            #expect(returned.state == .failed && returned.forceGetFailure() is Boom)
+            #expect(!returned._trySet(.success(1)))                      // the claim was taken
+        }
+        #expect(seen.all.isEmpty)
+        #expect(Future<Int>._aliveOnThisThread == before)
+    }
+}
+#endif
