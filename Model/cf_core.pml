@@ -386,8 +386,8 @@
 
 #elif defined(CFG_LINK)
 /* Future._link's token step racing a registration on the linked future:
-   T0 registers node 1 on token 0 (the linked future's, resolved first as
-   _tokenPtr does); T1 links token 0 into token 1 (the root's), or, when
+   T0 registers node 1 on token 0 (the linked future's; on the root when
+   its push meets the link: CF_REG_LINKED); T1 links token 0 into token 1 (the root's), or, when
    node 1 came first, registers the forwarder _link falls back on, node 2
    on token 1, whose run cancels token 0 (completes the linked future); T2
    cancels token 1 (the root completes). Node 1 runs exactly once either
@@ -918,8 +918,8 @@ op_done: skip;
 
 /* ---- CancelToken.whenCancelled (unless: .immortal), at the top of a thread */
 op_add: skip;
-  /* cf_token_resolve (cf_core.h, inline; _tokenPtr): a linked token's root */
-  d_step { if :: (word[tok[opa]] & W_LINKED) -> tok[opa] = NODE_OF(word[tok[opa]]) :: else -> skip fi };
+  /* _meet: the node's own token's word (a linked word is pushed, and
+     _register meets the link: CF_REG_LINKED, then the root) */
   cf_token_load(tok[opa], aw);
   if
   :: (aw & W_IMMORTAL) -> dispose(opa); aw = 0; goto op_done

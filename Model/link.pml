@@ -18,9 +18,9 @@
  *   try_set      Future._trySet: claim, or _takeClaimThrough and complete
  *                the root.
  *   immortalize  _tryImmortalizeFuture: the same, settling immortal.
- *   register     a handler registered on a future: _tokenPtr resolves a
- *                link, and a registration whose CAS meets a link resolves
- *                again (CF_REG_LINKED).
+ *   register     a handler registered on a future: _register pushes on its
+ *                own token and, when the CAS meets a link (CF_REG_LINKED),
+ *                on the root (_tokenPtr).
  *   drop         a strong reference released; the last runs deinit:
  *                _abandon (_settleAbandoned on its own word unless linked;
  *                the root made immortal if the claim was not taken; the
@@ -167,18 +167,15 @@ inline cascade(f) {
 
 /* _tokenPtr(f): its root's token when linked (cf_token_resolve) */
 inline resolve(f, e) {
-#if defined(MUT_NO_RESOLVE)
-  e = f                                                    /* MUTANT no-resolve */
-#else
   d_step { e = ((word[f] == W_LINKED) -> lroot[f] : f) }
-#endif
 }
 
-/* cf_token_register of handler bit b on future f's token (resolved): pushed
-   while it is pending (a forwarder holds a reference on its output, future
-   o), else run (or discarded) at once; a link met by the CAS resolves again. */
+/* _register of handler bit b on future f's own token: pushed while it is
+   pending (a forwarder holds a reference on its output, future o), else run
+   (or discarded) at once; a link met by the CAS (CF_REG_LINKED) sends it to
+   the root (_tokenPtr). */
 inline register(f, b, o) {
-  resolve(f, e);
+  e = f;
   do
   :: d_step {                                              /* reg_cas */
        if

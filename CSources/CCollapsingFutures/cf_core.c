@@ -97,8 +97,11 @@ static void enqueue_started(cf_node *first, cf_node *last) {
 
 static void drain(void) {
     // Callbacks start at depth 0: this loop is their stack's new base (it
-    // is never re-entered), and the depth it was entered at comes back after.
+    // is never re-entered; each callback leaves the depth as it found it,
+    // its inline runs entering and exiting in pairs), and the depth it was
+    // entered at comes back after.
     unsigned depth = cf_inline_depth;
+    if (depth) cf_inline_depth = 0;
     draining = 1;
     for (;;) {
         if (started_head) {
@@ -119,12 +122,11 @@ static void drain(void) {
                                            cancelled ? CF_N_CLAIMED : CF_N_DISCARDED);
         cf_node_fn fn = n->fn;
         void *ctx = n->ctx;
-        cf_inline_depth = 0;
         // After this call the node may be freed: nothing of it is read again.
         fn(ctx, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
     }
     draining = 0;
-    cf_inline_depth = depth;
+    if (depth) cf_inline_depth = depth;
 }
 
 int cf_drain_must_queue(void) {

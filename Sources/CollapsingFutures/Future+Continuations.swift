@@ -13,7 +13,7 @@ extension Future {
     /// `unless` fails it with `CancellationError`).
     /// Threading as `CancelToken.whenCancelled`: on the completing thread, on
     /// the main queue when registered on the main thread, or on `queue`.
-    @inlinable
+    @inlinable @inline(__always)
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
         let out = Future<U>(_linkable: true)

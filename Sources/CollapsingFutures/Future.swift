@@ -90,8 +90,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         let w = cf_token_load(_ownTptr)
         guard w & _wCancelled != 0 else { _abandon(word: w); return }
         // Completed itself, yet linked: a handler came before the link, and
-        // the forwarder on the root completed it.
-        _dropLink()
+        // the forwarder on the root completed it. (Only step outputs link;
+        // a plain load: nothing else can touch the claim word any more.)
+        if _linkable && _fptr.pointee.claim >= UInt(CF_F_LINK_MIN) { _dropLink() }
         // Completed: a success value is stored exactly when there is no error.
         guard _error == nil else { return }
         if Self._inline {
@@ -106,30 +107,38 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// (`_settleAbandoned`), then its link goes (`_dropLink`).
     @usableFromInline func _abandon(word w: UInt) {
         _settleAbandoned(_ownTptr, word: w)
-        _dropLink()
+        if _linkable { _dropLink() }
     }
 
     /// `deinit` of a linked future: releases the reference its claim word
     /// holds on the root, which becomes immortal if nobody took the claim
     /// through (its completer is gone; a root that completed stays so). The
     /// last reference is gone, so the claim word is final.
-    @usableFromInline func _dropLink() {
-        let c = cf_future_claim_load(_fptr)
+    @inlinable func _dropLink() {
+        // A plain load: nothing else can touch the word any more.
+        let c = _fptr.pointee.claim
         guard c >= UInt(CF_F_LINK_MIN) else { return }
         let root = Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c & ~UInt(CF_W_TAGS))!).takeRetainedValue()
         if c & UInt(CF_F_TAKEN) == 0 { _ = root._immortalizeClaimed() }
     }
 
-    /// The future whose outcome this one has: its root when it is linked
-    /// (`_link`; a root is never linked), else itself. A link is final, and
-    /// the claim word (which names the root, with a reference to it) is
-    /// written before the token word links, so the acquire load that sees
-    /// the link sees the root too.
-    @inlinable var _root: Future {
-        guard cf_token_load(_ownTptr) & UInt(CF_W_LINKED) != 0 else { return self }
+    /// Whether our token is linked into a root's (`_link`): then our
+    /// outcome is the root's (`_linkedRoot`), never stored here. Final once
+    /// true. One inline load: every read of an outcome asks.
+    @inlinable var _isLinked: Bool { cf_token_is_linked(_ownTptr) != 0 }
+
+    /// The root a linked future's outcome is (only once `_isLinked`; a root
+    /// is never linked). The claim word, which names the root with a
+    /// reference to it, is written before the token word links, so the
+    /// acquire load that saw the link sees it.
+    @inlinable var _linkedRoot: Future {
         let c = cf_future_claim_load(_fptr) & ~UInt(CF_W_TAGS)
         return Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c)!).takeUnretainedValue()
     }
+
+    /// The future whose outcome this one has: its root when linked, else
+    /// itself.
+    @inlinable var _root: Future { _isLinked ? _linkedRoot : self }
 
     // MARK: result storage
 
@@ -183,7 +192,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// Copies `other`'s outcome (it has completed) without building a
     /// `Result`: called from `_FlattenNode`, whose methods are not specialized.
     @usableFromInline func _store(copying other: Future) {
-        let other = other._root
+        if other._isLinked { _store(copying: other._linkedRoot); return }
         if let e = other._error {
             _error = e
             return
@@ -201,9 +210,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     /// The outcome. Only after seeing the future completed.
     @inlinable var _result: Result<Value, any Error> {
-        let f = _root
-        if let e = f._error { return .failure(e) }
-        return .success(f._value)
+        if _slowPath(_isLinked) { return _linkedRoot._storedResult }
+        return _storedResult
+    }
+
+    /// The outcome stored in this future (not linked, completed).
+    @inlinable var _storedResult: Result<Value, any Error> {
+        if let e = _error { return .failure(e) }
+        return .success(_value)
     }
 
     @inlinable init(_immortal: ()) {
@@ -243,15 +257,20 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     /// The current state; `.pending` and `.flattening` are volatile.
     @inlinable public var state: FutureState {
-        let f = _root
-        // `f`'s own word: resolving again could see a link made since
-        // `_root` found none, and pair the root's word with our outcome.
-        let w = cf_token_load(f._ownTptr)
+        let c = cf_future_claim_load(_fptr)
+        return _isLinked ? _linkedRoot._state(claim: c) : _state(claim: c)
+    }
+
+    /// `state` from this future's own word and outcome (the root's, for a
+    /// linked one) and the claim word `c` of the future asked. The own word:
+    /// resolving could see a link made since `_isLinked` found none and
+    /// pair the root's word with the asker's (empty) outcome.
+    @inlinable func _state(claim c: UInt) -> FutureState {
+        let w = cf_token_load(_ownTptr)
         if w & _wCancelled != 0 {
-            return f._error == nil ? .succeeded : .failed
+            return _error == nil ? .succeeded : .failed
         }
         if w & _wImmortal != 0 { return .immortal }
-        let c = cf_future_claim_load(_fptr)
         // Linked: pending until its completer takes the claim through (to
         // set it to a future: completing would have ended the root's wait).
         if c >= UInt(CF_F_LINK_MIN) { return c & UInt(CF_F_TAKEN) != 0 ? .flattening : .pending }
@@ -354,16 +373,17 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         _takeClaimThrough(_fptr).map { Unmanaged<Future>.fromOpaque($0).takeUnretainedValue() }
     }
 
-    /// Only the claim holder (or the flattening forwarder) calls this.
+    /// Only the claim holder (or the flattening forwarder) calls this. Its
+    /// own token: a future whose claim is held, or a root, is never linked.
     @inlinable func _complete(_ r: Result<Value, any Error>) {
         _store(r)
-        cf_token_settle(_tptr, _wCancelled)
+        cf_token_settle(_ownTptr, _wCancelled)
     }
 
     /// `_complete` with a completed future's outcome (the flatten forwarder).
     @usableFromInline func _complete(copying other: Future) {
         _store(copying: other)
-        cf_token_settle(_tptr, _wCancelled)
+        cf_token_settle(_ownTptr, _wCancelled)
     }
 
     @inlinable @discardableResult
@@ -488,7 +508,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// future flattening into us. Only the claim holder calls this, or our
     /// forwarder (it holds the claim for us) when our target became immortal.
     @inlinable func _immortalizeClaimed() -> Bool {
-        cf_token_settle(_tptr, _wImmortal)
+        cf_token_settle(_ownTptr, _wImmortal)
         return true
     }
 

@@ -59,6 +59,7 @@
 //   cf_token_init             one thread, before sharing       plain stores
 //   cf_token_load             any thread, any time             load (acquire)
 //   cf_token_resolve          any thread, any time             load (acquire)
+//   cf_token_is_linked        any thread, any time             load (acquire)
 //   cf_token_link             any threads, with everything     CAS (full)
 //   cf_token_register         any threads, with everything     load (acquire); CAS (full)
 //   cf_token_settle           any threads; one wins            load (acquire); CAS (full)
@@ -184,6 +185,12 @@ uintptr_t cf_token_load(const cf_token *t);
 static inline cf_token *cf_token_resolve(cf_token *t) {
     uintptr_t w = __atomic_load_n(&t->word, __ATOMIC_ACQUIRE);
     return (w & CF_W_LINKED) ? (cf_token *)(w & ~(uintptr_t)CF_W_TAGS) : t;
+}
+
+/// Whether `t` is linked (CF_W_LINKED): a link is final. Any thread, any
+/// time; acquire load, as cf_token_resolve. Inline here, for the same reason.
+static inline int cf_token_is_linked(const cf_token *t) {
+    return (__atomic_load_n(&t->word, __ATOMIC_ACQUIRE) & CF_W_LINKED) != 0;
 }
 
 /// Links the token `t` into `root` (0 -> root | CF_W_LINKED): from now on

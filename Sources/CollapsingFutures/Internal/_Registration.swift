@@ -46,8 +46,9 @@ func _ownTokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
 @usableFromInline @inline(__always)
 func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     let u = Unmanaged.passRetained(node)
-    var r = cf_token_register(_tokenPtr(owner), node._ptr)
-    // Linked meanwhile: once more on the root, which is never linked.
+    // Its own token first (one load less than resolving on every push);
+    // linked, before or meanwhile: once more on the root, never linked.
+    var r = cf_token_register(_ownTokenPtr(owner), node._ptr)
     if r == Int32(CF_REG_LINKED) { r = cf_token_register(_tokenPtr(owner), node._ptr) }
     if r == Int32(CF_REG_ADDED) { return r }
     if r == Int32(CF_REG_CANCELLED) && cf_drain_must_queue() != 0 {
@@ -94,7 +95,10 @@ func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
 @usableFromInline @inline(__always)
 func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool) -> _Meeting {
     if unless.isCancelled { return .unlessFirst }
-    let w = cf_token_load(_tokenPtr(owner))
+    // Its own word: a linked one (CF_W_LINKED, no terminal tag) is pushed,
+    // and `_register` meets the link and pushes on the root, which settles
+    // the node at once if the root already has.
+    let w = cf_token_load(_ownTokenPtr(owner))
     if w & _wImmortal != 0 { return .neverRuns }
     if w & _wCancelled != 0 && !(queueBehindStartedWork && cf_drain_must_queue() != 0) { return .runNow }
     return .push
@@ -181,7 +185,7 @@ func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken,
 /// `_chain` for a `then` step (`_StepNode`): the same meetings, with the
 /// input, the user's function and the output passed to `step` rather than
 /// captured in a body closure. Specialized in the caller.
-@inlinable
+@inlinable @inline(__always)
 func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                       _ f: @escaping (A) throws -> R, _ output: Future<R>,
                       _ step: @escaping _StepNode<A, R>.Step) {
@@ -191,7 +195,7 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
 
 /// `_chainStep` for a collapsing step (`_FlatStepNode`: `then`, `catch`,
 /// `finally`; `f` takes an `A` made from the input's `I` by `step`).
-@inlinable
+@inlinable @inline(__always)
 func _chainFlatStep<I, A, R>(_ input: Future<I>, _ queue: DispatchQueue?, _ unless: CancelToken,
                              _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
                              _ step: @escaping _FlatStepNode<I, A, R>.Step) {
