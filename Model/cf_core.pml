@@ -918,9 +918,14 @@ op_done: skip;
 
 /* ---- CancelToken.whenCancelled (unless: .immortal), at the top of a thread */
 op_add: skip;
-  /* _meet: the node's own token's word (a linked word is pushed, and
-     _register meets the link: CF_REG_LINKED, then the root) */
+  /* _meet: the node's own token's word, and the root's when that one is
+     linked (a link made after it is met by _register's push:
+     CF_REG_LINKED, then the root) */
   cf_token_load(tok[opa], aw);
+  if
+  :: (aw & W_LINKED) -> tok[opa] = NODE_OF(aw); cf_token_load(tok[opa], aw)
+  :: else -> skip
+  fi;
   if
   :: (aw & W_IMMORTAL) -> dispose(opa); aw = 0; goto op_done
   :: (aw & W_CANCELLED) && !(draining && sh != 0) ->          /* cf_drain_must_queue() == 0 */

@@ -918,6 +918,29 @@ func thenDoHolding(_ object: Tracked, on future: Future<Int>) {
         #expect(deinits.value == 1)
     }
 
+    /// The library's own bookkeeping on a returned future that another took
+    /// on and that has completed acts at once, as on any completed future,
+    /// even inside a handler that has started work still waiting:
+    /// `FutureSource(until:)` of its token is cancelled on return.
+    @Test func untilOnACompletedReturnedFutureActsAtOnceInsideAHandler() {
+        let input = FutureSource<Int>()
+        let returned = input.future.then { $0 }
+        let outer = FutureSource<Int>()
+        #expect(outer.trySetResult(returned))
+        input.trySetResult(1)
+        #expect(returned.forceGetResult() == 1 && outer.future.forceGetResult() == 1)
+        let a = CancelTokenSource(), b = CancelTokenSource()
+        b.token.whenCancelled {}
+        let setAfterwards = Log<Bool>()
+        a.token.whenCancelled {
+            b.cancel()                                   // work started, still waiting
+            let s = FutureSource<Int>(until: returned.completionToken)
+            setAfterwards.append(s.trySetResult(2))
+        }
+        a.cancel()
+        #expect(setAfterwards.all == [false])
+    }
+
     /// A handler registered on the returned future from another thread
     /// while the outer step takes it on runs once with its outcome, never
     /// lost, whichever comes first.

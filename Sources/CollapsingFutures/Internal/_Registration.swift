@@ -95,10 +95,13 @@ func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
 @usableFromInline @inline(__always)
 func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool) -> _Meeting {
     if unless.isCancelled { return .unlessFirst }
-    // Its own word: a linked one (CF_W_LINKED, no terminal tag) is pushed,
-    // and `_register` meets the link and pushes on the root, which settles
-    // the node at once if the root already has.
-    let w = cf_token_load(_ownTokenPtr(owner))
+    // Its own word, and the root's only when that one is linked (a root is
+    // never linked): the common path loads once. A link made after this
+    // load is met by `_register`'s push.
+    var w = cf_token_load(_ownTokenPtr(owner))
+    if _slowPath(w & UInt(CF_W_LINKED) != 0) {
+        w = cf_token_load(UnsafeMutablePointer(bitPattern: w & ~UInt(CF_W_TAGS))!)
+    }
     if w & _wImmortal != 0 { return .neverRuns }
     if w & _wCancelled != 0 && !(queueBehindStartedWork && cf_drain_must_queue() != 0) { return .runNow }
     return .push
