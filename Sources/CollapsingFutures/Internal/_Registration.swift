@@ -60,12 +60,17 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
         return Int32(CF_REG_ADDED)
     }
     u.release()
+    let cancelled = r == Int32(CF_REG_CANCELLED)
+    // The node's fields are touched only by the winner of its CAS out of
+    // LIVE: a remover may already hold its registration (an unless link's,
+    // held by the node it links, which can run meanwhile), and then it owns
+    // them. A node with a companion has no registration out yet (it is
+    // handed out, and the companion pushed, only once the node is listed),
+    // so this claim is its to win.
+    guard cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 else { return r }
     let unlessOwner = node._companion?._owner
     node._companion = nil
-    let cancelled = r == Int32(CF_REG_CANCELLED)
-    if cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 {
-        if cancelled { _inline { node._dispatchRun(unless: unlessOwner) } } else { node._discarded(unless: unlessOwner) }
-    }
+    if cancelled { _inline { node._dispatchRun(unless: unlessOwner) } } else { node._discarded(unless: unlessOwner) }
     return r
 }
 
