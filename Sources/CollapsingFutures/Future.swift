@@ -118,8 +118,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // A plain load: nothing else can touch the word any more.
         let c = _fptr.pointee.claim
         guard c >= UInt(CF_F_LINK_MIN) else { return }
-        let root = Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c & ~UInt(CF_W_TAGS))!).takeRetainedValue()
+        let root = Self._root(claim: c).takeRetainedValue()
         if c & UInt(CF_F_TAKEN) == 0 { _ = root._immortalizeClaimed() }
+    }
+
+    /// The root a linked future's claim word `c` names (a pointer with the
+    /// reference the word holds, possibly with CF_F_TAKEN).
+    @inlinable static func _root(claim c: UInt) -> Unmanaged<Future> {
+        .fromOpaque(UnsafeRawPointer(bitPattern: c & ~UInt(CF_W_TAGS))!)
     }
 
     /// Whether our token is linked into a root's (`_link`): then our
@@ -132,8 +138,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// reference to it, is written before the token word links, so the
     /// acquire load that saw the link sees it.
     @inlinable var _linkedRoot: Future {
-        let c = cf_future_claim_load(_fptr) & ~UInt(CF_W_TAGS)
-        return Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c)!).takeUnretainedValue()
+        Self._root(claim: cf_future_claim_load(_fptr)).takeUnretainedValue()
     }
 
     /// The future whose outcome this one has: its root when linked, else
@@ -536,7 +541,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @inlinable func _next(after cur: Future, claim c: UInt) -> Future? {
         if c == UInt(CF_F_FLATTENING) { return cur._loadTarget() }
         guard c >= UInt(CF_F_LINK_MIN) else { return nil }
-        return Unmanaged<Future>.fromOpaque(UnsafeRawPointer(bitPattern: c & ~UInt(CF_W_TAGS))!).takeUnretainedValue()
+        return Self._root(claim: c).takeUnretainedValue()
     }
 
     /// `_walk` from a flattening `start`.

@@ -100,13 +100,11 @@ func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
 @usableFromInline @inline(__always)
 func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool) -> _Meeting {
     if unless.isCancelled { return .unlessFirst }
-    // Its own word, and the root's only when that one is linked (a root is
-    // never linked): the common path loads once. A link made after this
-    // load is met by `_register`'s push.
+    // Its own word, and the root's only when that one is linked: the
+    // common path loads once. A link made after this load is met by
+    // `_register`'s push.
     var w = cf_token_load(_ownTokenPtr(owner))
-    if _slowPath(w & UInt(CF_W_LINKED) != 0) {
-        w = cf_token_load(UnsafeMutablePointer(bitPattern: w & ~UInt(CF_W_TAGS))!)
-    }
+    if _slowPath(w & UInt(CF_W_LINKED) != 0) { w = cf_token_load(_tokenPtr(owner)) }
     if w & _wImmortal != 0 { return .neverRuns }
     if w & _wCancelled != 0 && !(queueBehindStartedWork && cf_drain_must_queue() != 0) { return .runNow }
     return .push
