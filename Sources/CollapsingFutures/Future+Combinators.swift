@@ -68,7 +68,7 @@ extension Future {
         /// `endsLifetimeIfLost`: `until` and the operation's failure end the
         /// token whoever claimed the result; the timer only when it claims
         /// it (one that fired as the operation succeeded, its payload
-        /// already handed to a global queue past `cancel()`, must not end
+        /// already handed to its queue past `cancel()`, must not end
         /// the lifetime of the success delivered first).
         @Sendable func end(_ r: Result<Value, any Error>, endsLifetimeIfLost: Bool = true) {
             let won = out._claim()

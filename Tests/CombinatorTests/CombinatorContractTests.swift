@@ -671,6 +671,55 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     }
 }
 
+/// The global pool (as wide as the machine has cores) blocked: timers must
+/// not need it. A canary queued on the pool before the timers start runs
+/// only when Dispatch adds a thread (its monitor does so about once a
+/// second): a timer's future that completes first did not wait for the
+/// pool. That order is the assertion, not a duration; an attempt where the
+/// monitor happened to act within the timers' 1 ms is tried again.
+@Suite struct TimersNeverWaitForABusyPool {
+    @Test func timeoutsAndDelaysCompleteWhileEveryGlobalThreadIsBlocked() {
+        var outcome = Self.attempt()
+        for _ in 1..<3 where !outcome.completedBeforeCanary { outcome = Self.attempt() }
+        #expect(outcome.completedBeforeCanary, "the timers' futures completed only after the pool moved")
+        #expect(outcome.timedOut)
+        #expect(outcome.delayedValue == 1)
+    }
+
+    static func attempt() -> (completedBeforeCanary: Bool, timedOut: Bool, delayedValue: Int?) {
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        // Each blocker holds a global thread until `release` (10 s at most:
+        // the bound only keeps a failure from hanging the suite).
+        for _ in 0..<width {
+            DispatchQueue.global().async {
+                started.signal()
+                _ = release.wait(timeout: .now() + 10)
+            }
+        }
+        for _ in 0..<width { _ = started.wait(timeout: .now() + 10) }
+        let canaryRan = Locked(false)
+        DispatchQueue.global().async { canaryRan.withLock { $0 = true } }
+        let done = DispatchSemaphore(value: 0)
+        let ranFirst = Locked<[Bool]>([])
+        let timedOut = Future<Int>.withTimeout(.milliseconds(1)) { t in FutureSource<Int>().future.unless(t) }
+        let delayed = Future.delayed(1, by: .milliseconds(1))
+        for f in [timedOut, delayed] {
+            f.finallyDo(on: .completingThread) { _ in
+                let first = !canaryRan.withLock { $0 }
+                ranFirst.withLock { $0.append(first) }
+                done.signal()
+            }
+        }
+        _ = done.wait(timeout: .now() + 10)
+        _ = done.wait(timeout: .now() + 10)
+        for _ in 0..<width { release.signal() }
+        return (ranFirst.withLock { $0 } == [true, true], timedOut.hasFailedWithTimeout,
+                delayed.result.flatMap { try? $0.get() })
+    }
+}
+
 @Suite struct NoQuadraticSurprises {
     @Test func cancellingOrderedByCompletionVisitsEachResultOnce() {
         let u = CancelTokenSource()

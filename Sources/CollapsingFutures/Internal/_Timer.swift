@@ -3,9 +3,12 @@ import Dispatch
 /// A one-shot Dispatch timer whose payload is released the moment it is
 /// cancelled (not when the deadline passes).
 ///
-/// Timers only complete futures: the payload runs on a global queue, never
-/// on the shared timer queue, so a slow continuation of one timer's future
-/// cannot delay another timer.
+/// Timers only complete futures: the payload runs on a serial queue of its
+/// own, never on the shared timer queue nor on a global queue. So a slow
+/// continuation of one timer's future delays no other timer, and a global
+/// pool saturated by blocking work (it is as wide as the machine has cores)
+/// delays none: a serial queue runs on Dispatch's overcommitting pool,
+/// which starts a thread when none is free.
 final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
     private let source: any DispatchSourceTimer
     private let action: _Locked<(@Sendable () -> Void)?>
@@ -42,7 +45,9 @@ final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
         let a = takeAction()
         source.setEventHandler(handler: nil)
         source.cancel()
-        if let a { DispatchQueue.global().async(execute: a) }
+        // One queue per firing: cheaper than a queue per timer (most are
+        // cancelled before they fire), and a block keeps its queue alive.
+        if let a { DispatchQueue(label: "CollapsingFutures.timer-payload").async(execute: a) }
     }
 
     /// Stops the timer; the payload is released before this returns.
@@ -53,5 +58,5 @@ final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
     }
 }
 
-/// Where timers fire (and only hand their payload to a global queue).
+/// Where timers fire (and only hand their payload to a queue of its own).
 let _timerQueue = DispatchQueue(label: "CollapsingFutures.timers")
