@@ -83,7 +83,7 @@ extension Future {
             withExtendedLifetime(source) { end(.failure(CancellationError())) }
         }
         let timer = _Timer.after(timeout) {
-            withExtendedLifetime(source) { end(.failure(TimeoutError()), endsLifetimeIfLost: false) }
+            withExtendedLifetime(source) { end(.failure(TimeoutError(after: timeout)), endsLifetimeIfLost: false) }
         }
         out._cancelOnSettle(timer)
         let result = operation(lifetime.token)
@@ -144,7 +144,7 @@ extension Future {
         let timer = _Timer.after(timeout) {
             guard let gone = stop.stop(.timeout) else { return }
             attempt.cancel()
-            if gone { source.trySetFailedWithTimeout() }
+            if gone { source.trySetFailure(TimeoutError(after: timeout)) }
         }
         out._cancelOnSettle(timer)
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
@@ -160,7 +160,7 @@ extension Future {
         result.completionToken._whenSettledInline {
             guard let r = result.result else {
                 switch stop.operationGone() {
-                case .timeout?: source.trySetFailedWithTimeout()
+                case .timeout?: source.trySetFailure(TimeoutError(after: timeout))
                 case .unless?: source.trySetFailedWithCancel()
                 case nil: break   // the timer or `unless` will say
                 }
@@ -184,7 +184,7 @@ extension Future {
             case nil: timedOut = timer != nil && !unless.isCancelled
             }
             if case .failure(let e) = r, e is CancellationError, timedOut {
-                source.trySetFailedWithTimeout()
+                source.trySetFailure(TimeoutError(after: timeout))
             } else {
                 source.trySet(r)
             }
@@ -237,12 +237,27 @@ extension Future {
     /// Immortal if an input is, once `unless` can no longer fail it (as
     /// `all`).
     public static func allSettled(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Future]> {
-        let inputs = Array(futures)
-        return _gather(inputs, unless: unless) { out in
+        _settled(Array(futures), unless: unless) { $0 }
+    }
+
+    /// Every input's outcome, in order, once every one has completed (either
+    /// way): `allSettled` with the outcomes read out. Fails with
+    /// `CancellationError` if `unless` is cancelled first; immortal if an
+    /// input is, once `unless` can no longer fail it (as `allSettled`).
+    public static func allSettledResults(_ futures: some Sequence<Future>,
+                                         unless: CancelToken = .immortal) -> Future<[Result<Value, any Error>]> {
+        _settled(Array(futures), unless: unless) { $0.map(\._result) }
+    }
+
+    /// What `allSettled` and `allSettledResults` share: `settled(inputs)`
+    /// once the last input completes.
+    static func _settled<E>(_ inputs: [Future], unless: CancelToken,
+                            _ settled: @escaping @Sendable ([Future]) -> [E]) -> Future<[E]> {
+        _gather(inputs, unless: unless) { out in
             let remaining = _Countdown(inputs.count)
             return inputs.map { f in
                 _chain(f, nil, .immortal, output: out, inline: true) { _ in
-                    if remaining.tick() { out._trySet(.success(inputs)) }
+                    if remaining.tick() { out._trySet(.success(settled(inputs))) }
                 }
             }
         }._followingUnless(unless)
@@ -254,7 +269,7 @@ extension Future {
     /// does), then an already-cancelled token (`CancellationError`).
     static func _refused(_ timeout: Duration, _ token: CancelToken, of function: String) -> Future? {
         _Delay.check(timeout, "timeout", of: function)
-        if timeout == .zero { return .timedOut }
+        if timeout == .zero { return .failed(TimeoutError(after: .zero)) }
         if token.isCancelled { return .cancelled }
         return nil
     }
@@ -345,7 +360,9 @@ extension Future {
     /// loop): try `i` gets `baseTimeout * backoff^i` (until-style, so try
     /// `i`'s token is cancelled before try `i + 1` starts); only a
     /// `TimeoutError` is retried; the first success or other failure ends it.
-    /// `maxTries` of 0 fails with `TimeoutError`. Cancelling `until` stops it
+    /// When every try times out, this fails with the last try's
+    /// `TimeoutError` (its `duration` is that try's timeout); `maxTries` of 0
+    /// fails with `TimeoutError()`. Cancelling `until` stops it
     /// at once (`CancellationError`) and cancels the try in flight. Timeouts
     /// that grow past 100 years never fire. Negative `maxTries` or
     /// `baseTimeout`, and a `backoff` that is negative, infinite or NaN, are
@@ -374,10 +391,11 @@ extension Future {
                 // and stays zero once scaled: every try left would too, so
                 // `retrying(upTo: .max, baseTimeout: .zero)` (or a backoff
                 // of 0) ends here instead of counting them.
-                if timeout == .zero { return .timedOut }
+                if timeout == .zero { return .failed(TimeoutError(after: .zero)) }
                 let tried = withTimeout(timeout, until: until, operation)
                 if let r = tried.result {
-                    guard case .failure(let e) = r, e is TimeoutError else { return tried }
+                    // The last try's timeout is the result: it says how long that try had.
+                    guard case .failure(let e) = r, e is TimeoutError, i + 1 < maxTries else { return tried }
                     i += 1
                     timeout = _Delay.scaled(timeout, by: backoff)
                     continue
@@ -386,7 +404,7 @@ extension Future {
                 let next = i + 1, nextTimeout = _Delay.scaled(timeout, by: backoff)
                 _chain(tried, nil, until, output: out, inline: true) { ok in
                     guard ok else { out._trySet(.failure(CancellationError())); return }
-                    if case .failure(let e) = tried._result, e is TimeoutError {
+                    if case .failure(let e) = tried._result, e is TimeoutError, next < maxTries {
                         out._trySetFuture(attempt(next, nextTimeout))
                     } else {
                         out._trySet(tried._result)

@@ -82,11 +82,11 @@ extension Future {
     public func timeout(_ duration: Duration, unless: CancelToken = .immortal) -> Future<Value> {
         _Delay.check(duration, "duration", of: "Future.timeout(_:unless:)")
         if let r = result { return Future(_result: r) }
-        if duration == .zero { return .timedOut }
+        if duration == .zero { return .failed(TimeoutError(after: .zero)) }
         if unless.isCancelled { return .cancelled }
         let source = FutureSource<Value>()
         let out = source.future
-        let timer = _Timer.after(duration) { source.trySetFailedWithTimeout() }
+        let timer = _Timer.after(duration) { source.trySetFailure(TimeoutError(after: duration)) }
         // This future's own completion token never cancels it first (as for
         // continuations): as `unless` it must not beat the result.
         let unless = _unless(unless, forContinuationOn: self)

@@ -109,6 +109,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         // immortal at once (issue 11), and allSettled waits for every input.
         #expect(Future.all([.immortal, longLived.future]).state == .immortal)
         #expect(Future.allSettled([.immortal, failed]).state == .immortal)
+        #expect(Future.allSettledResults([.immortal, failed]).state == .immortal)
     }
 
     // Found by a review against the contract (stop 28): with an immortal
@@ -125,6 +126,7 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         let combinators: [(String, (CancelToken, Future<String>) -> Probe)] = [
             ("all", { u, _ in probe(Future.all([longLived.future, .immortal], unless: u)) }),
             ("allSettled", { u, _ in probe(Future.allSettled([longLived.future, .immortal], unless: u)) }),
+            ("allSettledResults", { u, _ in probe(Future.allSettledResults([longLived.future, .immortal], unless: u)) }),
             ("variadic all", { u, _ in probe(Future.all(longLived.future, Future<String>.immortal, unless: u)) }),
             ("and", { u, _ in probe(longLived.future.and(Future<String>.immortal, unless: u)) }),
             ("all, input immortal later", { u, later in probe(Future.all(longLived.future, later, unless: u)) }),

@@ -84,6 +84,36 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
         let never = FutureSource<Int>()
         #expect(waitFor(Future<Int>.withTimeout(.milliseconds(5), unless: .immortal) { t in never.future.unless(t) }).hasFailedWithTimeout)
     }
+
+    /// Every timer says how long it waited, in the error and its text.
+    @Test func timeoutErrorsCarryTheDurationThatElapsed() {
+        let never = FutureSource<Int>()
+        let ms5 = Duration.milliseconds(5)
+        let failures: [(String, Future<Int>)] = [
+            ("until-style", Future<Int>.withTimeout(ms5, until: .immortal) { _ in never.future }),
+            ("unless-style", Future<Int>.withTimeout(ms5) { t in never.future.unless(t) }),
+            ("instance", never.future.timeout(ms5)),
+            ("retrying", Future<Int>.retrying(upTo: 2, baseTimeout: ms5, backoff: 3) { _ in never.future }),
+            ("zero", never.future.timeout(.zero)),
+        ]
+        let expected: [Duration] = [ms5, ms5, ms5, ms5 * 3, .zero]
+        for ((name, f), d) in zip(failures, expected) {
+            let e = waitFor(f).result.flatMap { r -> TimeoutError? in
+                if case .failure(let e) = r { return e as? TimeoutError } else { return nil }
+            }
+            #expect(e?.duration == d, "\(name)")
+            #expect(e.map { "\($0)" } == "The operation timed out after \(d).", "\(name)")
+        }
+    }
+
+    @Test func timeoutErrorsAreEqualWhateverTheirDuration() {
+        #expect(TimeoutError(after: .seconds(2)) == TimeoutError())
+        #expect(TimeoutError(after: .seconds(2)).hashValue == TimeoutError().hashValue)
+        #expect(Set([TimeoutError(), TimeoutError(after: .seconds(1))]).count == 1)
+        #expect(TimeoutError().duration == nil)
+        #expect("\(TimeoutError())" == "The operation timed out.")
+        #expect(TimeoutError(after: .milliseconds(20)).localizedDescription == "The operation timed out after 0.02 seconds.")
+    }
 }
 
 @Suite struct All {
@@ -140,6 +170,32 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
         b.trySetResult(1)
         let r = f.forceGetResult()
         #expect(r[0] === a.future && r[1] === b.future)
+    }
+
+    @Test func allSettledResultsGivesEveryOutcomeInInputOrder() {
+        let s = (0..<3).map { _ in FutureSource<Int>() }
+        let f = Future.allSettledResults(s.map(\.future))
+        s[2].trySetResult(2)
+        s[0].trySetFailure(Boom(code: 7))
+        #expect(f.isIncomplete)
+        s[1].trySetResult(1)
+        let r = f.forceGetResult()
+        #expect(r.count == 3)
+        #expect((try? r[1].get()) == 1 && (try? r[2].get()) == 2)
+        guard case .failure(let e) = r[0] else { Issue.record("first outcome: \(r[0])"); return }
+        #expect(e as? Boom == Boom(code: 7))
+        #expect(Future<Int>.allSettledResults([]).forceGetResult().isEmpty)
+        // Nothing stays registered on the inputs once it completes.
+        #expect(s.allSatisfy { $0.future.completionToken._liveRegistrationCount == 0 })
+    }
+
+    @Test func allSettledResultsFailsWithCancelWhenUnlessComesFirst() {
+        let u = CancelTokenSource()
+        let s = FutureSource<Int>()
+        let f = Future.allSettledResults([s.future, .succeeded(1)], unless: u.token)
+        u.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(s.future.completionToken._liveRegistrationCount == 0)
     }
 
     @Test func orderedByCompletionOrdersOutcomes() {
