@@ -415,6 +415,83 @@ extension Future {
         }
         return attempt(0, baseTimeout).unless(until)
     }
+
+    /// Retries failures: runs `operation`; when its future fails with an
+    /// error for which `shouldRetry` is true (by default any error but
+    /// `CancellationError`), waits `delay` (then `delay * backoff`,
+    /// `delay * backoff^2`, …) and runs it again, at most `maxTries` runs in
+    /// all. Fails with the last try's error; the first success ends it.
+    ///
+    /// - `until` is until-style, as in `retrying(upTo:baseTimeout:)`: each
+    ///   try gets a token that cancelling `until` cancels, and a failed try's
+    ///   token is cancelled before the next try starts. Cancelling `until`
+    ///   cancels the running try's token or the wait, and this fails with
+    ///   `CancellationError` at once. A delivered success's token lasts until
+    ///   `until`.
+    /// - A try whose future is immortal ends the retries: the result is
+    ///   immortal once `until` can no longer fail it.
+    /// - A zero delay retries at once, in a loop: a million tries that fail
+    ///   synchronously use constant stack.
+    /// - `maxTries` of 0 runs nothing and fails with `CancellationError`.
+    ///   Negative `maxTries` or `delay`, and a `backoff` that is negative,
+    ///   infinite or NaN, are programming errors (stopped at once, with a
+    ///   message). Waits that grow past 100 years never end.
+    public static func retrying(upTo maxTries: Int, delay: Duration, backoff: Double = 2,
+                                until: CancelToken = .immortal,
+                                shouldRetry: @escaping @Sendable (any Error) -> Bool = { !($0 is CancellationError) },
+                                _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
+        let function = "Future.retrying(upTo:delay:backoff:until:shouldRetry:_:)"
+        if maxTries < 0 { fatalError("\(function): maxTries must not be negative (got \(maxTries))") }
+        _Delay.check(delay, "delay", of: function)
+        if !(backoff.isFinite && backoff >= 0) {
+            fatalError("\(function): backoff must be finite and not negative (got \(backoff))")
+        }
+        if maxTries == 0 || until.isCancelled { return .cancelled }
+        /// Whether try `i`'s outcome is the result: a success, an error not
+        /// to retry, or the last try's failure.
+        @Sendable func isFinal(_ tried: Future, _ i: Int) -> Bool {
+            guard i + 1 < maxTries, case .failure(let e) = tried._result else { return true }
+            return !shouldRetry(e)
+        }
+        /// Tries from `first` on, waiting `firstWait` before the next. What
+        /// completes at once (a try that fails synchronously, a zero wait)
+        /// is followed in this loop; what is pending continues through a
+        /// continuation, which the drain runs without nesting.
+        @Sendable func attempt(_ first: Int, _ firstWait: Duration) -> Future {
+            var i = first, wait = firstWait
+            while true {
+                // The until-style timeout that never fires gives the try
+                // exactly its token's lifetime: cancelled by `until`, or
+                // when the try fails; kept until `until` after a success.
+                let tried = withTimeout(.seconds(_Delay.neverSeconds), until: until, operation)
+                guard tried.result != nil else {
+                    let out = Future()
+                    let next = i + 1, nextWait = wait
+                    _chain(tried, nil, until, output: out, inline: true) { ok in
+                        guard ok else { out._trySet(.failure(CancellationError())); return }
+                        out._trySetFuture(isFinal(tried, next - 1) ? tried : waited(next, nextWait))
+                    }
+                    return out
+                }
+                if isFinal(tried, i) { return tried }
+                if wait != .zero { return waited(i + 1, wait) }
+                i += 1
+                wait = _Delay.scaled(wait, by: backoff)
+            }
+        }
+        /// Try `next` after `wait` (cancelled by `until`).
+        @Sendable func waited(_ next: Int, _ wait: Duration) -> Future {
+            let pause = Future<Void>.delayed((), by: wait, unless: until)
+            let out = Future()
+            let nextWait = _Delay.scaled(wait, by: backoff)
+            _chain(pause, nil, until, output: out, inline: true) { ok in
+                guard ok, case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
+                out._trySetFuture(attempt(next, nextWait))
+            }
+            return out
+        }
+        return attempt(0, delay).unless(until)
+    }
 }
 
 extension Sequence {

@@ -311,3 +311,138 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
         #expect(op.calls.value == 1)
     }
 }
+
+@Suite struct RetryingFailures {
+    /// An operation whose try `i` (from 0) returns `outcomes(i)`; it records
+    /// each try's token.
+    final class Op: Sendable {
+        let tokens = Locked<[CancelToken]>([])
+        let outcome: @Sendable (Int) -> Future<Int>
+        init(_ outcome: @escaping @Sendable (Int) -> Future<Int>) { self.outcome = outcome }
+        var calls: Int { tokens.withLock { $0.count } }
+        func run(_ t: CancelToken) -> Future<Int> {
+            let i = tokens.withLock { $0.append(t); return $0.count - 1 }
+            return outcome(i)
+        }
+    }
+
+    @Test func retriesFailuresUntilASuccess() {
+        let op = Op { i in i < 2 ? .failed(Boom(code: i)) : .succeeded(7) }
+        let f = waitFor(Future.retrying(upTo: 5, delay: .milliseconds(1), op.run))
+        #expect(f.forceGetResult() == 7)
+        #expect(op.calls == 3)
+        // The failed tries' tokens were cancelled; the success's lasts.
+        let ts = op.tokens.withLock { $0 }
+        #expect(ts[0].isCancelled && ts[1].isCancelled && !ts[2].isCancelled)
+    }
+
+    @Test func failsWithTheLastErrorAfterMaxTries() {
+        let op = Op { i in .failed(Boom(code: i)) }
+        let f = waitFor(Future.retrying(upTo: 4, delay: .milliseconds(1), backoff: 1, op.run))
+        #expect(f.forceGetFailure() as? Boom == Boom(code: 3))
+        #expect(op.calls == 4)
+    }
+
+    @Test func anErrorNotToRetryEndsItAtOnce() {
+        let op = Op { i in .failed(Boom(code: i)) }
+        let f = Future.retrying(upTo: 4, delay: .seconds(30), shouldRetry: { ($0 as? Boom)?.code != 0 }, op.run)
+        #expect(f.forceGetFailure() as? Boom == Boom(code: 0))
+        #expect(op.calls == 1)
+        // By default a CancellationError is not retried.
+        let cancelled = Op { _ in .cancelled }
+        #expect(Future.retrying(upTo: 4, delay: .zero, cancelled.run).hasFailedWithCancel)
+        #expect(cancelled.calls == 1)
+    }
+
+    @Test func pendingTriesContinueWhenTheyFail() {
+        let sources = (0..<3).map { _ in FutureSource<Int>() }
+        let op = Op { i in sources[i].future }
+        let f = Future.retrying(upTo: 3, delay: .zero, op.run)
+        #expect(op.calls == 1)
+        sources[0].trySetFailure(Boom(code: 0))
+        #expect(op.calls == 2)
+        sources[1].trySetFailure(Boom(code: 1))
+        #expect(op.calls == 3)
+        sources[2].trySetFailure(Boom(code: 2))
+        #expect(f.forceGetFailure() as? Boom == Boom(code: 2))
+    }
+
+    /// The second wait is `delay * backoff`: with a backoff that makes it
+    /// longer than 100 years, the third try never starts.
+    @Test func theWaitGrowsByBackoff() async {
+        let until = CancelTokenSource()
+        let op = Op { i in .failed(Boom(code: i)) }
+        let f = Future.retrying(upTo: 5, delay: .milliseconds(1), backoff: 1e13, until: until.token, op.run)
+        #expect(await eventually { op.calls == 2 })
+        #expect(f.state == .pending)
+        until.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(op.calls == 2)
+    }
+
+    @Test func untilCancelsTheRunningTryAndTheWait() {
+        // During a try: its token is cancelled, the result fails at once.
+        let until = CancelTokenSource()
+        let never = FutureSource<Int>()
+        let op = Op { _ in never.future }
+        let f = Future.retrying(upTo: 3, delay: .zero, until: until.token, op.run)
+        until.cancel()
+        #expect(f.hasFailedWithCancel)
+        #expect(op.tokens.withLock { $0 }[0].isCancelled)
+        // During a wait: no further try; nothing stays on `until`.
+        let until2 = CancelTokenSource()
+        let failing = Op { i in .failed(Boom(code: i)) }
+        let g = Future.retrying(upTo: 3, delay: .seconds(30), until: until2.token, failing.run)
+        #expect(g.state == .pending)
+        until2.cancel()
+        #expect(g.hasFailedWithCancel)
+        #expect(failing.calls == 1)
+        // An already-cancelled `until`, or no tries: nothing runs.
+        #expect(Future.retrying(upTo: 3, delay: .zero, until: until.token, op.run).hasFailedWithCancel)
+        #expect(Future.retrying(upTo: 0, delay: .zero, op.run).hasFailedWithCancel)
+        #expect(op.calls == 1)
+    }
+
+    @Test func aDeliveredSuccessKeepsItsTokenUntilUntilAndNothingElse() {
+        let until = CancelTokenSource()
+        let op = Op { i in i == 0 ? .failed(Boom()) : .succeeded(1) }
+        let f = Future.retrying(upTo: 3, delay: .zero, until: until.token, op.run)
+        #expect(f.forceGetResult() == 1)
+        // One registration stays on `until`: the success's token lifetime.
+        #expect(until.token._liveRegistrationCount == 1)
+        until.cancel()
+        #expect(op.tokens.withLock { $0 }[1].isCancelled)
+        #expect(f.forceGetResult() == 1)
+        // After a final failure nothing stays on `until` at all.
+        let until2 = CancelTokenSource()
+        let failing = Op { i in .failed(Boom(code: i)) }
+        #expect(Future.retrying(upTo: 3, delay: .zero, until: until2.token, failing.run).hasFailed)
+        #expect(until2.token._liveRegistrationCount == 0)
+    }
+
+    @Test func anImmortalTryMakesTheResultImmortal() {
+        let op = Op { _ in .immortal }
+        #expect(Future.retrying(upTo: 3, delay: .zero, op.run).state == .immortal)
+        #expect(op.calls == 1)
+    }
+
+    @Test func aMillionSynchronousFailuresUseConstantStack() {
+        let op = Op { i in .failed(Boom(code: i)) }
+        let f = Future.retrying(upTo: 1_000_000, delay: .zero, op.run)
+        #expect(f.forceGetFailure() as? Boom == Boom(code: 999_999))
+        #expect(op.calls == 1_000_000)
+    }
+
+    @Test func theOperationAndItsCapturesAreReleasedOnceItEnds() {
+        let deinits = Counter()
+        let source = FutureSource<Int>()
+        do {
+            let tracked = Tracked(deinits)
+            let f = Future<Int>.retrying(upTo: 3, delay: .seconds(30)) { _ in withExtendedLifetime(tracked) { source.future } }
+            #expect(f.state == .pending)
+        }
+        #expect(deinits.value == 0)
+        source.trySetResult(1)   // ends it: the operation is released
+        #expect(deinits.value == 1)
+    }
+}

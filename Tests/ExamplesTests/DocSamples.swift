@@ -205,6 +205,13 @@ func fetchPatiently(for session: CancelTokenSource) -> Future<Response> {
     }
 }
 
+func fetchReliably(for session: CancelTokenSource) -> Future<Response> {
+    Future.retrying(upTo: 3, delay: .seconds(1), backoff: 2, until: session.token,
+                    shouldRetry: { !($0 is CancellationError || $0 is Denied) }) { token in
+        send(Request(), token)
+    }
+}
+
 @MainActor final class ProfileModel {
     var title = ""
     let lifetime = CancelTokenSource(cancelOnDeinit: true)
