@@ -133,6 +133,10 @@ int cf_drain_must_queue(void) {
     return (draining && started_head != NULL) || cf_inline_depth >= CF_INLINE_DEPTH_MAX;
 }
 
+int cf_drain_has_waiting(void) {
+    return draining && (started_head != NULL || rest_head != NULL);
+}
+
 void cf_node_enqueue(cf_node *n, uintptr_t terminal) {
     n->op = terminal;
     enqueue_started(n, n);

@@ -20,13 +20,14 @@ extension Future {
         }
     }
 
-    /// `FutureError.immortal`; debug builds also say on standard error where
-    /// the source that let this future become immortal was created.
-    func _immortal() -> FutureError {
+    /// `FutureError.immortal`, for `function` to throw; debug builds also say
+    /// on standard error where the source that let this future become
+    /// immortal was created.
+    func _immortal(throwing function: String = "get()") -> FutureError {
         #if DEBUG
         let note = _immortalNote
         if !note.isEmpty {
-            _debugLog("CollapsingFutures: get() threw FutureError.immortal: the future can never complete\(note)")
+            _debugLog("CollapsingFutures: \(function) threw FutureError.immortal: the future can never complete\(note)")
         }
         #endif
         return .immortal

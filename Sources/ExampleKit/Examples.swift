@@ -244,6 +244,13 @@ public func misuseExample(_ name: String) -> Never {
         _ = Future.delayed(1, by: .seconds(-1))
     case "force-get-pending":
         _ = FutureSource<Int>().future.forceGetResult()
+    case "wait-in-handler":
+        // The first handler waits for what only a later sibling would do.
+        let cancel = CancelTokenSource()
+        let reply = FutureSource<Int>()
+        cancel.token.whenCancelled(on: .completingThread) { _ = try? reply.future.wait() }
+        cancel.token.whenCancelled(on: .completingThread) { reply.trySetResult(1) }
+        cancel.cancel()
     default:
         break
     }

@@ -1,7 +1,8 @@
 // swift run Examples <name>
-// names: address-book, pipeline, retry, race, controller, view-model, main-queue, blocked-main;
-// `misuse <backoff-nan|negative-delay|force-get-pending>` dies with the library's message;
-// none: all but the two main-thread ones.
+// names: address-book, pipeline, retry, race, controller, view-model, and the
+// main-thread ones: main-queue, blocked-main, client-wait, client-semaphore;
+// `misuse <backoff-nan|negative-delay|force-get-pending|wait-in-handler>` dies
+// with the library's message; none: all but the main-thread ones.
 import ExampleKit
 import Foundation
 
@@ -20,10 +21,24 @@ if names == ["blocked-main"] {
     for line in blockedMainExample() { print(line) }
     exit(0)
 }
+if names == ["client-wait"] {
+    // 200 requests whose retries run on the main queue; the main thread
+    // waits with wait(), which runs them.
+    print("== client-wait")
+    for line in clientWaitExample() { print(line) }
+    exit(0)
+}
+if names == ["client-semaphore"] {
+    // The same with a semaphore of the user's own: nothing runs the
+    // retries, and debug builds say so on standard error.
+    print("== client-semaphore")
+    for line in clientSemaphoreExample(seconds: 3) { print(line) }
+    exit(0)
+}
 if names.count == 2 && names[0] == "misuse" { misuseExample(names[1]) }
 let chosen = names.isEmpty ? Example.allCases : names.compactMap { Example(rawValue: $0) }
 guard chosen.count == max(names.count, 1) || names.isEmpty else {
-    print("unknown example; choose from: " + (Example.allCases.map(\.rawValue) + ["main-queue", "blocked-main"]).joined(separator: ", "))
+    print("unknown example; choose from: " + (Example.allCases.map(\.rawValue) + ["main-queue", "blocked-main", "client-wait", "client-semaphore"]).joined(separator: ", "))
     exit(2)
 }
 Task {

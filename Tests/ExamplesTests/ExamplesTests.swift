@@ -58,6 +58,26 @@ import Testing
         ])
     }
 
+    /// The client pattern: retries registered on the main thread run on the
+    /// main queue, which `wait()` runs while the main thread waits.
+    @Test func aClientWaitingWithWaitOnTheMainThreadCompletes() throws {
+        let (status, lines) = try runExamples("client-wait")
+        #expect(status == 0)
+        #expect(lines == ["== client-wait", "on main thread: true", "replies: 200, first: reply 0, last: reply 199"])
+    }
+
+    /// The same client blocking on a semaphore of its own cannot complete;
+    /// a debug build says why on standard error instead of hanging silently.
+    @Test func aClientBlockingTheMainThreadIsToldWhy() throws {
+        let (status, lines) = try runExamples("client-semaphore")
+        #expect(status == 0)
+        #expect(lines == ["== client-semaphore", "on main thread: true", "completed: false"])
+        let (_, errors) = try runExamples("client-semaphore", stderr: true)
+        #expect(errors.contains { $0.contains("bound for the main queue have waited over a second: is the main thread blocked") },
+                "stderr: \(errors)")
+        #expect(errors.contains { $0.contains("future.wait()") })
+    }
+
     /// Misuse stops the process with a message naming the function and the argument.
     @Test(arguments: [
         ("backoff-nan", "Future.retrying(upTo:baseTimeout:backoff:until:_:): backoff must be finite and not negative (got nan)"),
@@ -65,6 +85,7 @@ import Testing
         ("force-get-pending", "Future.forceGetResult() requires a future that succeeded, but this one is immortal"),
         // Debug builds say where the source that died unset was created.
         ("force-get-pending", "(its FutureSource, created at ExampleKit/Examples.swift:"),
+        ("wait-in-handler", "Future.wait() inside a handler or continuation while callbacks queued behind it"),
     ])
     func misuseIsExplained(_ misuse: String, _ message: String) throws {
         let (status, lines) = try runExamples("misuse", misuse, stderr: true)

@@ -71,6 +71,7 @@
 //   cf_node_claim             any thread; races remove only    CAS (full)
 //   cf_node_state             any thread                       load (acquire)
 //   cf_drain_must_queue       the calling thread only          none (thread-local)
+//   cf_drain_has_waiting      the calling thread only          none (thread-local)
 //   cf_inline_enter/exit      the calling thread only          none (thread-local)
 //   cf_node_enqueue           the calling thread only          none (thread-local queue)
 //   cf_future_claim           any threads; one wins            CAS (full: FLATTENING
@@ -252,6 +253,13 @@ int cf_node_claim(cf_node *n, uintptr_t fate);
 /// waiting, and when CF_INLINE_DEPTH_MAX inline runs are already nested on
 /// this thread ("Stack depth" above). This thread only; no atomics.
 int cf_drain_must_queue(void);
+
+/// Whether this thread is running a callback from its drain while other
+/// callbacks wait in that drain for it to return (its later siblings, or
+/// what it started). Only this thread can run them, so a callback that
+/// blocks until one of them has run never returns: Future.wait() refuses to
+/// block here. This thread only; no atomics.
+int cf_drain_has_waiting(void);
 
 /// Inline runs nested on this thread now (cf_core.c; "Stack depth" above).
 /// Thread-local, so no atomics.

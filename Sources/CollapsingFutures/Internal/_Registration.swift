@@ -140,12 +140,18 @@ func _runNow(_ queue: DispatchQueue?, unless: CancelToken, _ run: @escaping () -
              stopped: (() -> Void)? = nil) {
     if !_runsInline(queue), let queue {
         nonisolated(unsafe) let run = run, stopped = stopped
-        queue.async {
+        _hop(to: queue) {
             if unless.isCancelled { stopped?() } else { run() }
         }
     } else {
         _inline(run)
     }
+}
+
+/// Runs `work` on `queue`; on the main queue after every hop sent there
+/// before it (`_MainQueueHops`, which `Future.wait()` serves).
+func _hop(to queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
+    if _MainQueueHops.isMain(queue) { _MainQueueHops.send(work) } else { queue.async(execute: work) }
 }
 
 /// Runs `body` here and now as one inline run of a handler or continuation,

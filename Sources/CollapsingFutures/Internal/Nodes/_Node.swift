@@ -135,7 +135,7 @@ class _Node: @unchecked Sendable {
     /// (the original re-checked `unless` on the main thread for the same
     /// reason).
     final func _runAfterHop(to queue: DispatchQueue, unless: CancelToken) {
-        queue.async {
+        _hop(to: queue) {
             if unless.isCancelled { self._removed(byUnless: true) } else { self._run() }
         }
     }

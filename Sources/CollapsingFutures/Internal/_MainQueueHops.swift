@@ -1,0 +1,119 @@
+import Dispatch
+
+/// Every handler and continuation the threading rule sends to the main
+/// queue, in the order sent.
+///
+/// Each hop is kept here and one block is queued on the main queue for it;
+/// that block runs the oldest hop still waiting. So the main queue runs
+/// them in order as before, and `Future.wait()` on the main thread runs
+/// them too while it blocks (a blocked main thread drains no queue): a
+/// block that finds nothing left has nothing to do.
+///
+/// Debug builds also watch for hops that nobody runs: when one has waited
+/// a second, they say so on standard error, once per stall (see `_stalled`).
+enum _MainQueueHops {
+    private struct State {
+        var hops: [@Sendable () -> Void] = []
+        /// The oldest hop still waiting is `hops[head]`.
+        var head = 0
+        /// Hops sent and hops run, since the process started.
+        var sent = 0
+        var ran = 0
+        /// The semaphore of the innermost `wait()` blocking the main thread.
+        var waiter: DispatchSemaphore?
+        /// Debug builds: whether a stall check is scheduled, and whether
+        /// this stall (hops waiting since the queue was last empty) was told.
+        var watching = false
+        var told = false
+    }
+    private static let state = _Locked(State())
+
+    /// Whether `queue` is the main queue (`DispatchQueue.main` is a new
+    /// wrapper at each use on Linux, so identity cannot tell).
+    static func isMain(_ queue: DispatchQueue) -> Bool {
+        queue.getSpecific(key: _mainQueueKey) == true
+    }
+
+    /// Runs `work` on the main queue after what was sent before it.
+    static func send(_ work: @escaping @Sendable () -> Void) {
+        let (waiter, watch) = state.withLock { s in
+            s.hops.append(work)
+            s.sent += 1
+            #if DEBUG
+            defer { s.watching = true }
+            return (s.waiter, !s.watching)
+            #else
+            return (s.waiter, false)
+            #endif
+        }
+        waiter?.signal()
+        DispatchQueue.main.async { runOldest() }
+        if watch { watchForStalls(after: state.withLock { $0.sent }) }
+    }
+
+    /// Runs the oldest hop still waiting; false if there was none.
+    @discardableResult
+    static func runOldest() -> Bool {
+        let work: (@Sendable () -> Void)? = state.withLock { s in
+            guard s.head < s.hops.count else { return nil }
+            let w = s.hops[s.head]
+            s.head += 1
+            s.ran += 1
+            if s.head == s.hops.count {
+                s.hops.removeAll(keepingCapacity: s.hops.count <= 1024)
+                s.head = 0
+            } else if s.head >= 1024 && s.head * 2 >= s.hops.count {
+                s.hops.removeFirst(s.head)
+                s.head = 0
+            }
+            return w
+        }
+        guard let work else { return false }
+        work()
+        return true
+    }
+
+    /// Makes `semaphore` the one signalled when a hop is sent (for a
+    /// `wait()` on the main thread); returns the one it replaces (an outer
+    /// `wait()`'s, restored when the inner one ends).
+    static func exchangeWaiter(_ semaphore: DispatchSemaphore?) -> DispatchSemaphore? {
+        state.withLock { s in
+            defer { s.waiter = semaphore }
+            return s.waiter
+        }
+    }
+
+    /// Debug builds: one second after hop number `sent` was sent, says so if
+    /// it has not run yet (once until the queue empties), then looks again
+    /// while hops wait.
+    private static func watchForStalls(after sent: Int) {
+        #if DEBUG
+        _ = _Timer.after(.seconds(1)) {
+            let (tell, waiting, next) = state.withLock { s -> (Bool, Int, Int?) in
+                let waiting = s.hops.count - s.head
+                if waiting == 0 {
+                    s.watching = false
+                    s.told = false
+                    return (false, 0, nil)
+                }
+                let tell = s.ran < sent && !s.told
+                if tell { s.told = true }
+                return (tell, waiting, s.sent)
+            }
+            if tell { _stalled(waiting) }
+            if let next { watchForStalls(after: next) }
+        }
+        #endif
+    }
+}
+
+/// Debug builds: what is said when main-queue hops have waited over a
+/// second (a breakpoint here finds who blocks the main thread).
+func _stalled(_ waiting: Int) {
+    _debugLog("""
+        CollapsingFutures: \(waiting) handler(s) or continuation(s) bound for the main queue have waited over \
+        a second: is the main thread blocked (a semaphore, sleep, a synchronous wait)? A handler registered \
+        on the main thread runs on the main queue. Block with future.wait(), which runs them while it waits, \
+        or register them with on: .completingThread (or a queue of your own).
+        """)
+}
