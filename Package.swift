@@ -7,9 +7,13 @@ let package = Package(
     // AsyncSequence (macOS 15 / iOS 18 and the same year's OSes), Duration.
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
-        // The only product. DispatchLockedFutures and MutexLockedFutures are
-        // benchmark and test baselines with the same type names: not shipped.
+        // DispatchLockedFutures and MutexLockedFutures are benchmark and test
+        // baselines with the same type names: not shipped. An adopter of
+        // CollapsingFutures alone resolves none of the packages below (they
+        // serve only the other products and targets).
         .library(name: "CollapsingFutures", targets: ["CollapsingFutures"]),
+        // Bridges to swift-nio's EventLoopFuture (NIOCore only).
+        .library(name: "CollapsingFuturesNIO", targets: ["CollapsingFuturesNIO"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -33,6 +37,11 @@ let package = Package(
             dependencies: ["CCollapsingFutures"],
             path: "Sources/CollapsingFutures"
         ),
+        .target(
+            name: "CollapsingFuturesNIO",
+            dependencies: ["CollapsingFutures", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Sources/CollapsingFuturesNIO"
+        ),
         // The baseline: the same API with a lock per token, as the original
         // did with @synchronized (a serial DispatchQueue), and the same
         // sources compiled with Synchronization.Mutex (the strongest lock).
@@ -49,7 +58,11 @@ let package = Package(
         .target(name: "MutexLockedFutures", path: "Sources/MutexLockedFutures",
                 swiftSettings: [.define("MUTEX_LOCK")]),
         // Examples: `swift run Examples <name>`; their output is checked by ExamplesTests.
-        .target(name: "ExampleKit", dependencies: ["CollapsingFutures"], path: "Sources/ExampleKit"),
+        .target(name: "ExampleKit", dependencies: [
+            "CollapsingFutures", "CollapsingFuturesNIO",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ], path: "Sources/ExampleKit"),
         .executableTarget(name: "Examples", dependencies: ["ExampleKit"], path: "Sources/Examples"),
         // The fuzz harness, all under Tests/Fuzz: the operation-program
         // interpreter and its checks (FuzzKit), the libFuzzer driver (`fuzz`,
@@ -111,7 +124,19 @@ let package = Package(
             dependencies: ["CollapsingFutures", "TestSupport"],
             path: "Tests/CombinatorTests"
         ),
-        .testTarget(name: "ExamplesTests", dependencies: ["ExampleKit", "CollapsingFutures"], path: "Tests/ExamplesTests"),
+        .testTarget(name: "ExamplesTests", dependencies: [
+            "ExampleKit", "CollapsingFutures", "CollapsingFuturesNIO",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        ], path: "Tests/ExamplesTests"),
+        // The NIO bridges, on a real MultiThreadedEventLoopGroup.
+        .testTarget(
+            name: "NIOBridgeTests",
+            dependencies: [
+                "CollapsingFuturesNIO", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Tests/NIOBridgeTests"
+        ),
         // Replays every committed fuzz corpus file through the interpreter.
         .testTarget(
             name: "FuzzReplayTests",

@@ -30,6 +30,17 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
         #endif
     }
 
+    /// For bridges in this package (`Future.init(_:)` from an
+    /// `EventLoopFuture`): a source for `future`, a pending future that no
+    /// other source completes.
+    package init(_completing future: Future<Value>, fileID: StaticString = #fileID, line: UInt = #line) {
+        self.future = future
+        #if DEBUG
+        _fileID = fileID
+        _line = line
+        #endif
+    }
+
     /// The future fails with `CancellationError` if `token` is cancelled
     /// before it is set. The registration on `token` is removed as soon as the
     /// future completes or becomes immortal.

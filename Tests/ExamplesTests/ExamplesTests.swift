@@ -28,6 +28,13 @@ import Testing
         ])
     }
 
+    @Test func nioBridgesNeverHangAndAHandlerAnswersWithAFuture() async {
+        #expect(await Example.nioBridge.run() == [
+            "nio got: from the library", "orphan failed with FutureError.immortal: true",
+            "library got: from the loop", "handler replied: ADA",
+        ])
+    }
+
     @Test func controllerEndsItsTaskAndStreamWhenDropped() async {
         let lines = await Example.controller.run()
         #expect(lines.first == "event 1")
