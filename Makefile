@@ -2,8 +2,11 @@
 # Every target first installs libatomic-ops-dev when pkg-config cannot find it.
 SWIFT ?= swift
 FUZZ_SECONDS ?= 60
+# The package's NIO trait builds the CollapsingFuturesNIO bridges and their
+# tests (off by default, so that adopters of the core resolve no swift-nio).
+TRAITS = --traits NIO
 
-.PHONY: deps build test test-tsan test-asan bench bench-quick clean
+.PHONY: deps build test test-tsan test-asan bench bench-quick clean install-check
 
 deps:
 	@pkg-config --exists atomic_ops || { \
@@ -12,20 +15,20 @@ deps:
 	  $$SUDO apt-get update && $$SUDO apt-get install -y libatomic-ops-dev pkg-config; }
 
 build: deps
-	$(SWIFT) build
+	$(SWIFT) build $(TRAITS)
 
 test: deps
-	$(SWIFT) test
+	$(SWIFT) test $(TRAITS)
 
 # MutexBehaviourTests is skipped under TSan: Synchronization.Mutex locks with
 # futex calls in a prebuilt module that ThreadSanitizer cannot see, so every
 # access it guards is reported as a race (the same suite passes in `make test`,
 # and the Dispatch-lock version it mirrors runs here).
 test-tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip MutexBehaviourTests
+	$(SWIFT) test $(TRAITS) --sanitize=thread --scratch-path .build-tsan --skip MutexBehaviourTests
 
 test-asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/lsan.supp $(SWIFT) test --sanitize=address --scratch-path .build-asan
+	LSAN_OPTIONS=suppressions=$(CURDIR)/lsan.supp $(SWIFT) test $(TRAITS) --sanitize=address --scratch-path .build-asan
 
 bench: deps
 	$(SWIFT) run -c release benchmarks
@@ -35,6 +38,11 @@ bench-quick: deps
 
 clean:
 	rm -rf .build .build-*
+
+# The README's install snippets in client packages built from a clone of
+# this repository's HEAD (commit first).
+install-check: deps
+	.ci/install-check
 
 # ---- fuzzing and stress (issue: fuzz harness) ------------------------------
 FUZZ_FLAGS = -c release --product fuzz --scratch-path .build-fuzz \
@@ -63,7 +71,7 @@ fuzz-merge: fuzz-build
 # Random programs on all cores under ThreadSanitizer for STRESS_SECONDS.
 STRESS_SECONDS ?= 300
 stress: deps
-	CF_STRESS_SECONDS=$(STRESS_SECONDS) $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter Stress
+	CF_STRESS_SECONDS=$(STRESS_SECONDS) $(SWIFT) test $(TRAITS) --sanitize=thread --scratch-path .build-tsan --filter Stress
 
 # ---- documentation ----------------------------------------------------------
 .PHONY: docs

@@ -1,3 +1,4 @@
+#if NIO
 import CollapsingFutures
 import NIOCore
 
@@ -29,3 +30,4 @@ extension Future {
         return promise.futureResult
     }
 }
+#endif

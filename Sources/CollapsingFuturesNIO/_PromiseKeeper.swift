@@ -1,3 +1,4 @@
+#if NIO
 import CollapsingFutures
 import NIOCore
 
@@ -27,3 +28,4 @@ final class _PromiseKeeper<Value: Sendable>: @unchecked Sendable {
         if !completed { promise.fail(FutureError.immortal) }
     }
 }
+#endif

@@ -14,7 +14,7 @@ final class Lines: @unchecked Sendable {
 }
 
 public enum Example: String, CaseIterable, Sendable {
-    case addressBook = "address-book", pipeline, retry, race, controller, viewModel = "view-model", nioBridge = "nio-bridge"
+    case addressBook = "address-book", pipeline, retry, race, controller, viewModel = "view-model"
 
     public func run() async -> [String] {
         switch self {
@@ -24,7 +24,6 @@ public enum Example: String, CaseIterable, Sendable {
         case .race: return await raceExample()
         case .controller: return await controllerExample()
         case .viewModel: return await viewModelExample()
-        case .nioBridge: return await nioBridgeExample()
         }
     }
 }

@@ -1,6 +1,7 @@
 // swift run Examples <name>
 // names: address-book, pipeline, retry, race, controller, view-model, and the
 // main-thread ones: main-queue, blocked-main, client-wait, client-semaphore;
+// nio-bridge (built with the package's NIO trait);
 // `misuse <backoff-nan|negative-delay|force-get-pending|wait-in-handler>` dies
 // with the library's message; none: all but the main-thread ones.
 import ExampleKit
@@ -35,6 +36,16 @@ if names == ["client-semaphore"] {
     for line in clientSemaphoreExample(seconds: 3) { print(line) }
     exit(0)
 }
+#if NIO
+if names == ["nio-bridge"] {
+    Task {
+        print("== nio-bridge")
+        for line in await nioBridgeExample() { print(line) }
+        exit(0)
+    }
+    dispatchMain()
+}
+#endif
 if names.count == 2 && names[0] == "misuse" { misuseExample(names[1]) }
 let chosen = names.isEmpty ? Example.allCases : names.compactMap { Example(rawValue: $0) }
 guard chosen.count == max(names.count, 1) || names.isEmpty else {

@@ -3,8 +3,12 @@
 // sample that stops compiling, or drifts from this file, fails the suite).
 // Package-manifest fragments are the only blocks left out.
 import CollapsingFutures
+#if NIO
+import CollapsingFuturesNIO
+#endif
 import Dispatch
 import Foundation
+import NIOCore
 import Testing
 
 // MARK: stand-ins for the app code the samples call
@@ -91,7 +95,7 @@ func fetchWithRetry(_ tries: Int) -> Future<Data> {
     }
 }
 
-func readmeQuickStart() -> (Int, Future<Int>, Future<[Int]>, Future<Int>, Future<Int>) {
+func readmeQuickStart() throws -> (Int, Future<Int>, Future<[Int]>, Future<Int>, Future<Int>, Future<Int>, [Int]) {
 let source = CancelTokenSource()
 source.token.whenCancelled { print("cancelled") }
 source.cancel()                                   // prints "cancelled"
@@ -112,7 +116,50 @@ let fastest = Future<Int>.race([{ _ in .delayed(1, by: .seconds(1)) }, { _ in .s
 let robust = Future<Int>.retrying(upTo: 4, baseTimeout: .milliseconds(100)) { token in
     Future.succeeded(42)   // an operation that should stop when `token` is cancelled
 }
-    return (doubled.forceGetResult(), guarded, all, fastest, robust)
+// Retry failures: up to 3 tries, waiting 1 s, then 2 s; fails with the last error.
+let patient = Future<Int>.retrying(upTo: 3, delay: .seconds(1)) { token in
+    Future.succeeded(7)    // a call that may fail
+}
+
+// Block a thread (a command-line tool's main, a test) until a future completes.
+// On the main thread it runs what waits for the main queue meanwhile; it throws
+// FutureError.immortal instead of waiting for a future that can never complete.
+let both = try Future.all([doubled, guarded]).wait()   // [42, 22]
+    return (doubled.forceGetResult(), guarded, all, fastest, robust, patient, both)
+}
+
+@MainActor final class ProfileScreen {
+    var title = ""
+    let lifetime = CancelTokenSource(cancelOnDeinit: true)
+    func show(_ name: Future<String>) {
+        name.thenDo(on: MainActor.shared, unless: lifetime.token) { [weak self] in self?.title = $0 }
+    }
+}
+
+#if NIO
+final class GreetingHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    let greet: @Sendable (String) -> Future<String>
+    init(greet: @escaping @Sendable (String) -> Future<String>) { self.greet = greet }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let name = String(buffer: unwrapInboundIn(data))
+        greet(name).eventLoopFuture(on: context.eventLoop).assumeIsolated().whenComplete { result in
+            let reply = (try? result.get()) ?? "error"
+            context.writeAndFlush(NIOAny(ByteBuffer(string: reply)), promise: nil)
+        }
+    }
+}
+#endif
+
+@MainActor final class TitleModel {
+    var title = ""
+    let lifetime = CancelTokenSource(cancelOnDeinit: true)
+
+    func show(_ name: Future<String>) {
+        name.thenDo(on: MainActor.shared, unless: lifetime.token) { [weak self] in self?.title = $0 }
+    }
 }
 
 @MainActor final class PlainController {      // leaks: deinit never runs
@@ -226,8 +273,5 @@ func fetchReliably(for session: CancelTokenSource) -> Future<Response> {
 }
 
 func waitForReply(_ reply: Future<Response>) -> Response? {
-    let done = DispatchSemaphore(value: 0)
-    reply.finallyDo(on: .completingThread) { _ in done.signal() }
-    done.wait()
-    return try? reply.result?.get()
+    try? reply.wait()
 }

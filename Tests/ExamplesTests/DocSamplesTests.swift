@@ -8,11 +8,14 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 
 @Suite struct DocSamplesTests {
     /// Every ```swift block of the README and the DocC articles (manifest
-    /// fragments aside) appears verbatim in DocSamples.swift, which the test
-    /// target compiles. Lines are compared trimmed, blank lines ignored.
+    /// fragments aside) appears verbatim in DocSamples.swift (or, for a
+    /// sample that needs imports of its own, another DocSamples*.swift),
+    /// which the test target compiles. Lines are compared trimmed, blank lines ignored.
     @Test func everySampleIsCompiled() throws {
-        let compiled = try String(contentsOf: repositoryRoot.appendingPathComponent("Tests/ExamplesTests/DocSamples.swift"), encoding: .utf8)
-        let compiledLines = lines(compiled)
+        let samples = repositoryRoot.appendingPathComponent("Tests/ExamplesTests")
+        let compiledLines = try FileManager.default.contentsOfDirectory(atPath: samples.path)
+            .filter { $0.hasPrefix("DocSamples") && !$0.hasSuffix("Tests.swift") }.sorted()
+            .flatMap { lines(try String(contentsOf: samples.appendingPathComponent($0), encoding: .utf8)) }
         let docc = repositoryRoot.appendingPathComponent("Sources/CollapsingFutures/CollapsingFutures.docc")
         let articles = try FileManager.default.contentsOfDirectory(atPath: docc.path).filter { $0.hasSuffix(".md") }
         let files = [repositoryRoot.appendingPathComponent("README.md")] + articles.sorted().map { docc.appendingPathComponent($0) }
@@ -30,8 +33,10 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 
     @Test func theSamplesBehaveAsTheirCommentsSay() async throws {
         #expect(readmeImmortality())
-        let (doubled, guarded, _, fastest, robust) = readmeQuickStart()
+        let (doubled, guarded, _, fastest, robust, patient, both) = try readmeQuickStart()
         #expect(doubled == 42)
+        #expect(patient.forceGetResult() == 7)
+        #expect(both == [42, 22])
         #expect(guarded.forceGetResult() == 22)
         #expect(fastest.forceGetResult() == 2)
         #expect(robust.forceGetResult() == 42)

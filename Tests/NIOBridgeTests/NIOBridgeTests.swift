@@ -1,3 +1,5 @@
+// Built with the package's NIO trait (`make test` enables it).
+#if NIO
 @_spi(Testing) import CollapsingFutures
 import CollapsingFuturesNIO
 import Dispatch
@@ -94,3 +96,4 @@ func outcome<T>(_ f: EventLoopFuture<T>) -> Result<T, any Error>? {
         #expect(results.withLock { $0.sorted() } == Array(0..<1000))
     }
 }
+#endif
