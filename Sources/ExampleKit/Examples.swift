@@ -14,13 +14,15 @@ final class Lines: @unchecked Sendable {
 }
 
 public enum Example: String, CaseIterable, Sendable {
-    case addressBook = "address-book", pipeline, retry, race, controller, viewModel = "view-model"
+    case addressBook = "address-book", pipeline, retry, retryFailures = "retry-failures", race, controller
+    case viewModel = "view-model"
 
     public func run() async -> [String] {
         switch self {
         case .addressBook: return await addressBookExample()
         case .pipeline: return await pipelineExample()
         case .retry: return await retryExample()
+        case .retryFailures: return await retryFailuresExample()
         case .race: return await raceExample()
         case .controller: return await controllerExample()
         case .viewModel: return await viewModelExample()
@@ -107,6 +109,26 @@ func retryExample() async -> [String] {
         return n < 3 ? never.future.unless(token) : .succeeded("payload")
     }
     out.say("result: \((try? await result.get()) ?? "failed")")
+    return out.all
+}
+
+// MARK: retry failures — a flaky call, 3 tries, a growing wait between them.
+
+struct ServiceUnavailable: Error {}
+
+func retryFailuresExample() async -> [String] {
+    let out = Lines()
+    let attempts = Atomic<Int>(0)
+    // Fails twice, then answers: the third try succeeds.
+    let flaky = Future<String>.retrying(upTo: 3, delay: .milliseconds(10), backoff: 2) { _ in
+        let n = attempts.add(1, ordering: .relaxed).newValue
+        out.say("try \(n)")
+        return n < 3 ? .failed(ServiceUnavailable()) : .succeeded("payload")
+    }
+    out.say("result: \((try? await flaky.get()) ?? "failed")")
+    // Always down: fails with the last try's error.
+    let down = Future<String>.retrying(upTo: 2, delay: .milliseconds(10)) { _ in .failed(ServiceUnavailable()) }
+    do { _ = try await down.get() } catch { out.say("gave up: \(type(of: error))") }
     return out.all
 }
 

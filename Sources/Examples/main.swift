@@ -1,5 +1,5 @@
 // swift run Examples <name>
-// names: address-book, pipeline, retry, race, controller, view-model, and the
+// names: address-book, pipeline, retry, retry-failures, race, controller, view-model, and the
 // main-thread ones: main-queue, blocked-main, client-wait, client-semaphore;
 // nio-bridge (built with the package's NIO trait);
 // `misuse <backoff-nan|negative-delay|force-get-pending|wait-in-handler>` dies

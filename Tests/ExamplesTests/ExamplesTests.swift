@@ -18,6 +18,12 @@ import Testing
         #expect(await Example.retry.run() == ["attempt 1", "attempt 2", "attempt 3", "result: payload"])
     }
 
+    @Test func retryFailuresTriesAFlakyCallUntilItAnswers() async {
+        #expect(await Example.retryFailures.run() == [
+            "try 1", "try 2", "try 3", "result: payload", "gave up: ServiceUnavailable",
+        ])
+    }
+
     @Test func raceTakesTheFastMirrorAndCancelsTheSlowOne() async {
         #expect(await Example.race.run() == ["winner: fast mirror", "slow mirror cancelled: true"])
     }
