@@ -30,8 +30,9 @@ test-tsan: deps
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/lsan.supp $(SWIFT) test $(TRAITS) --sanitize=address --scratch-path .build-asan
 
+# Also redraws Benchmarks/ratios.svg, the README's chart of this run's ratios.
 bench: deps
-	$(SWIFT) run -c release benchmarks
+	$(SWIFT) run -c release benchmarks --svg Benchmarks/ratios.svg
 
 bench-quick: deps
 	$(SWIFT) run -c release benchmarks --quick

@@ -1,4 +1,4 @@
-// swift run -c release benchmarks [--quick] [--format json] [--filter SUBSTRING] [--impl NAME]
+// swift run -c release benchmarks [--quick] [--format json] [--filter SUBSTRING] [--impl NAME] [--svg PATH]
 //
 // One run compares, per scenario: `lockfree` (CollapsingFutures), the same
 // API under a lock per token (`dispatch-lock`: serial DispatchQueue as the
@@ -9,7 +9,8 @@
 // executable, in a separate pass; ratios are peer / lockfree in this run.
 // The contended scenarios run at 1, 2, 4, … threads up to the core count;
 // memory figures come from fresh processes (MemoryProbes.swift); every
-// report names the machine (Machine.swift).
+// report names the machine (Machine.swift); `--svg` also draws the ratios
+// (RatioChart.swift).
 import BenchBodiesDL
 import BenchBodiesLF
 import BenchBodiesMX
@@ -27,7 +28,7 @@ import Synchronization
 
 // MARK: options
 
-var quick = false, json = false, filter: String?, implFilter: String?, memoryProbe: String?
+var quick = false, json = false, filter: String?, implFilter: String?, memoryProbe: String?, svgPath: String?
 do {
     var args = CommandLine.arguments.dropFirst()
     while let a = args.popFirst() {
@@ -37,8 +38,9 @@ do {
         case "--filter": filter = args.popFirst()
         case "--impl": implFilter = args.popFirst()
         case "--memory-probe": memoryProbe = args.popFirst()
+        case "--svg": svgPath = args.popFirst()
         case "-h", "--help":
-            print("usage: benchmarks [--quick] [--format text|json] [--filter SCENARIO-SUBSTRING] [--impl NAME]")
+            print("usage: benchmarks [--quick] [--format text|json] [--filter SCENARIO-SUBSTRING] [--impl NAME] [--svg PATH]")
             exit(0)
         default:
             FileHandle.standardError.write("unknown argument \(a)\n".data(using: .utf8)!)
@@ -357,6 +359,19 @@ for s in scenarios where filter.map({ s.name.contains($0) }) ?? true {
 
 @MainActor func fig(_ s: String, _ i: String) -> Figure? { figures.first { $0.scenario == s && $0.impl == i } }
 func fmt(_ x: Double) -> String { x >= 100 ? String(format: "%.0f", x) : String(format: "%.1f", x) }
+
+if let svgPath {
+    let date = ISO8601DateFormatter().string(from: Date())
+    let chart = RatioChart(scenarios: scenarios.map(\.name), peers: columns.filter { $0 != "lockfree" },
+                           ratio: { s, p in fig(s, p).flatMap { f in fig(s, "lockfree").map { f.median / $0.median } } },
+                           caption: "\(Machine.current.description), \(date)\(quick ? ", --quick" : "")")
+    do {
+        try chart.svg.write(toFile: svgPath, atomically: true, encoding: .utf8)
+    } catch {
+        FileHandle.standardError.write("cannot write \(svgPath): \(error)\n".data(using: .utf8)!)
+        exit(1)
+    }
+}
 
 if json {
     var out: [[String: Any]] = []
