@@ -133,8 +133,27 @@ int cf_drain_must_queue(void) {
     return (draining && started_head != NULL) || cf_inline_depth >= CF_INLINE_DEPTH_MAX;
 }
 
-int cf_drain_has_waiting(void) {
-    return draining && (started_head != NULL || rest_head != NULL);
+size_t cf_drain_waiting_count(void) {
+    size_t n = 0;
+    for (cf_node *p = started_head; p; p = p->next) n++;
+    for (cf_node *p = rest_head; p; p = p->next) n++;
+    return n;
+}
+
+cf_drain_aside cf_drain_set_aside(void) {
+    cf_drain_aside aside = {started_head, started_tail, rest_head, draining, cf_inline_depth};
+    started_head = started_tail = rest_head = NULL;
+    draining = 0;
+    cf_inline_depth = 0;
+    return aside;
+}
+
+void cf_drain_put_back(cf_drain_aside aside) {
+    started_head = aside.started_head;
+    started_tail = aside.started_tail;
+    rest_head = aside.rest_head;
+    draining = aside.draining;
+    cf_inline_depth = aside.inline_depth;
 }
 
 void cf_node_enqueue(cf_node *n, uintptr_t terminal) {

@@ -13,7 +13,7 @@ extension Future {
     /// Runs `operation` on `queue` and completes with its outcome.
     public static func dispatch(on queue: DispatchQueue, _ operation: @escaping @Sendable () throws -> Value) -> Future {
         let out = Future()
-        queue.async { out._trySet(Result { try operation() }) }
+        _hop(to: queue) { out._trySet(Result { try operation() }) }
         return out
     }
 
@@ -184,7 +184,9 @@ extension Future {
             case nil: timedOut = timer != nil && !unless.isCancelled
             }
             if case .failure(let e) = r, e is CancellationError, timedOut {
-                source.trySetFailure(TimeoutError(after: timeout))
+                // After the timer, the time it waited; before it (the
+                // operation cancelled itself), none is known.
+                source.trySetFailure(stoppedBy == .timeout ? TimeoutError(after: timeout) : TimeoutError())
             } else {
                 source.trySet(r)
             }
@@ -432,10 +434,12 @@ extension Future {
     ///   immortal once `until` can no longer fail it.
     /// - A zero delay retries at once, in a loop: a million tries that fail
     ///   synchronously use constant stack.
+    /// - A wait that grows to 100 years or more would never end: the failure
+    ///   before it is the result.
     /// - `maxTries` of 0 runs nothing and fails with `CancellationError`.
     ///   Negative `maxTries` or `delay`, and a `backoff` that is negative,
     ///   infinite or NaN, are programming errors (stopped at once, with a
-    ///   message). Waits that grow past 100 years never end.
+    ///   message).
     public static func retrying(upTo maxTries: Int, delay: Duration, backoff: Double = 2,
                                 until: CancelToken = .immortal,
                                 shouldRetry: @escaping @Sendable (any Error) -> Bool = { !($0 is CancellationError) },
@@ -448,9 +452,11 @@ extension Future {
         }
         if maxTries == 0 || until.isCancelled { return .cancelled }
         /// Whether try `i`'s outcome is the result: a success, an error not
-        /// to retry, or the last try's failure.
-        @Sendable func isFinal(_ tried: Future, _ i: Int) -> Bool {
-            guard i + 1 < maxTries, case .failure(let e) = tried._result else { return true }
+        /// to retry, or the last try's failure (also when the `wait` before
+        /// the next try would never end).
+        @Sendable func isFinal(_ tried: Future, _ i: Int, before wait: Duration) -> Bool {
+            guard i + 1 < maxTries, _Delay.nanoseconds(wait) != nil,
+                  case .failure(let e) = tried._result else { return true }
             return !shouldRetry(e)
         }
         /// Tries from `first` on, waiting `firstWait` before the next. What
@@ -460,6 +466,7 @@ extension Future {
         @Sendable func attempt(_ first: Int, _ firstWait: Duration) -> Future {
             var i = first, wait = firstWait
             while true {
+                if until.isCancelled { return .cancelled }
                 // The until-style timeout that never fires gives the try
                 // exactly its token's lifetime: cancelled by `until`, or
                 // when the try fails; kept until `until` after a success.
@@ -469,11 +476,11 @@ extension Future {
                     let next = i + 1, nextWait = wait
                     _chain(tried, nil, until, output: out, inline: true) { ok in
                         guard ok else { out._trySet(.failure(CancellationError())); return }
-                        out._trySetFuture(isFinal(tried, next - 1) ? tried : waited(next, nextWait))
+                        out._trySetFuture(isFinal(tried, next - 1, before: nextWait) ? tried : waited(next, nextWait))
                     }
                     return out
                 }
-                if isFinal(tried, i) { return tried }
+                if isFinal(tried, i, before: wait) { return tried }
                 if wait != .zero { return waited(i + 1, wait) }
                 i += 1
                 wait = _Delay.scaled(wait, by: backoff)

@@ -9,40 +9,51 @@ extension Future {
     ///   the moment it becomes immortal: it never waits for a future that
     ///   can never complete.
     /// - On the main thread (or the thread running the main queue) it runs
-    ///   the handlers and continuations bound for the main queue while it
-    ///   waits, in order, so what was registered on the main thread still
-    ///   runs — and may be what completes this future. (Main-actor work,
-    ///   such as a continuation `on: MainActor.shared`, is a task: it waits
-    ///   for the main actor, which a blocked main thread does not serve.)
-    /// - Inside a handler or continuation, while callbacks queued behind it
-    ///   on this thread wait for it to return (its later siblings, or what
-    ///   it started), it stops with a message instead of blocking: one of
-    ///   them may be what completes this future, and none can run while it
-    ///   waits. Register a continuation instead.
+    ///   what the library sends to the main queue while it waits, in order:
+    ///   handlers and continuations registered on the main thread or `on:
+    ///   .main`, and `Future.dispatch(on: .main)` — so these still run, and
+    ///   may be what completes this future. Blocks you queue on the main
+    ///   queue yourself, and main-actor work (a continuation `on:
+    ///   MainActor.shared` is a task), wait until the main thread is free.
+    /// - Inside a handler or continuation it may block too, but the
+    ///   callbacks queued behind that one on this thread (its later
+    ///   siblings, what it started) run only after it returns: if one of
+    ///   them is what completes this future, the wait never ends. After a
+    ///   second blocked with such callbacks queued, it says so on standard
+    ///   error (in release builds too). Prefer a continuation there.
     ///
     /// For command-line tools, tests and threads of your own. In async code
     /// use `get()`, which suspends instead of blocking a thread.
     public func wait() throws -> Value {
         if let r = result { return try r.get() }
         if _word & _wImmortal != 0 { throw _immortal(throwing: "wait()") }
-        if cf_drain_has_waiting() != 0 {
-            fatalError("""
-                Future.wait() inside a handler or continuation while callbacks queued behind it on this thread \
-                wait for it to return: if one of them completes \(self), the wait never ends. Register a \
-                continuation (then, thenDo, finallyDo) instead of blocking in one.
-                """)
-        }
+        let queuedBehind = cf_drain_waiting_count()
+        // What settles on this thread while it blocks (the hops run below)
+        // drains at once instead of queuing behind the blocked callback.
+        let aside = cf_drain_set_aside()
+        defer { cf_drain_put_back(aside) }
         let wake = DispatchSemaphore(value: 0)
         let onMain = _isOnMain()
         let outerWaiter = onMain ? _MainQueueHops.exchangeWaiter(wake) : nil
+        defer { if onMain { _ = _MainQueueHops.exchangeWaiter(outerWaiter) } }
         completionToken._whenSettledInline { wake.signal() }
         // The semaphore counts every signal (the settle, and each hop sent
         // while this waits), so none is lost between a check and the wait.
+        var told = queuedBehind == 0
         while _word & (_wCancelled | _wImmortal) == 0 {
             if onMain, _MainQueueHops.runOldest() { continue }
-            wake.wait()
+            if told {
+                wake.wait()
+            } else if wake.wait(timeout: .now() + .seconds(1)) == .timedOut {
+                told = true
+                _debugLog("""
+                    CollapsingFutures: Future.wait() has blocked for a second inside a handler or continuation \
+                    while \(queuedBehind) callback(s) queued behind it on this thread wait for it to return: if \
+                    one of them completes \(self), this wait never ends. Register a continuation (then, thenDo, \
+                    finallyDo) instead of blocking in one.
+                    """)
+            }
         }
-        if onMain { _ = _MainQueueHops.exchangeWaiter(outerWaiter) }
         if let r = result { return try r.get() }
         throw _immortal(throwing: "wait()")
     }

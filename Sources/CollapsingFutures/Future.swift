@@ -70,14 +70,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         #endif
     }
 
-    /// For bridges in this package: a pending future, and its source for
-    /// `start` to hand on; the future is immortal once the source dies
-    /// unset.
-    package convenience init(_completedBy start: (FutureSource<Value>) -> Void) {
-        self.init()
-        start(FutureSource(_completing: self))
-    }
-
     @inlinable init(_result r: Result<Value, any Error>) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
         _linkable = false

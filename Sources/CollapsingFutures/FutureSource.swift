@@ -30,10 +30,11 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
         #endif
     }
 
-    /// For bridges in this package (`Future.init(_:)` from an
-    /// `EventLoopFuture`): a source for `future`, a pending future that no
-    /// other source completes.
-    package init(_completing future: Future<Value>, fileID: StaticString = #fileID, line: UInt = #line) {
+    /// For `Future.init(fileID:line:_completedBy:)` only: the source of
+    /// `future`, which it has just made (pending, not a step output, no
+    /// other source).
+    fileprivate init(_completing future: Future<Value>, fileID: StaticString, line: UInt) {
+        assert(future.state == .pending && !future._linkable, "a source adopts only a new pending future")
         self.future = future
         #if DEBUG
         _fileID = fileID
@@ -131,4 +132,14 @@ extension FutureSource where Value == Void {
     @discardableResult public func trySetResult() -> Bool { trySetResult(()) }
     /// Succeeds with `()`. Precondition: not yet set.
     public func forceSetResult() { forceSetResult(()) }
+}
+
+extension Future {
+    /// For bridges in this package: a pending future, and its source for
+    /// `start` to hand on; the future is immortal once the source dies
+    /// unset (debug builds name `fileID`:`line`, the bridge's caller).
+    package convenience init(fileID: StaticString, line: UInt, _completedBy start: (FutureSource<Value>) -> Void) {
+        self.init()
+        start(FutureSource(_completing: self, fileID: fileID, line: line))
+    }
 }

@@ -1,5 +1,5 @@
-#if NIO
 import CollapsingFutures
+#if NIO
 import NIOCore
 
 extension Future {
@@ -8,9 +8,10 @@ extension Future {
     /// Its source is held by the callback registered on `future`: if NIO
     /// drops that callback without running it (a promise leaked unfulfilled,
     /// which NIO reports in debug builds), this future becomes immortal,
-    /// like any future whose source died unset.
-    public convenience init(_ future: EventLoopFuture<Value>) {
-        self.init(_completedBy: { source in
+    /// like any future whose source died unset (debug builds then say that
+    /// its source was created at the call of this initializer).
+    public convenience init(_ future: EventLoopFuture<Value>, fileID: StaticString = #fileID, line: UInt = #line) {
+        self.init(fileID: fileID, line: line, _completedBy: { source in
             future.whenComplete { source.trySet($0) }
         })
     }
@@ -29,5 +30,14 @@ extension Future {
         finallyDo(on: .completingThread) { keeper.complete(with: $0) }
         return promise.futureResult
     }
+}
+#else
+// Without the package's NIO trait this module has no bridges: say how to
+// get them where a user looks for one.
+extension Future {
+    @available(*, unavailable, message: """
+        the swift-nio bridges need the package's NIO trait: .package(url: …, from: "0.2.0", traits: ["NIO"])
+        """)
+    public func eventLoopFuture<Loop>(on eventLoop: Loop) -> Never { fatalError() }
 }
 #endif

@@ -254,6 +254,26 @@ public func blockedMainExample() -> [String] {
     return out.all
 }
 
+// MARK: wait in a handler — blocking for what a later sibling would do.
+
+/// The first handler waits for what only its later sibling does, which
+/// cannot run before it returns; the library says so after a second (on
+/// standard error), and this gives up after `seconds` from another thread.
+public func waitInHandlerExample(seconds: Int) -> [String] {
+    let out = Lines()
+    let cancel = CancelTokenSource()
+    let giveUp = CancelTokenSource()
+    let reply = FutureSource<Int>()
+    cancel.token.whenCancelled(on: .completingThread) {
+        do { out.say("waited: \(try reply.future.unless(giveUp.token).wait())") } catch { out.say("gave up: \(type(of: error))") }
+    }
+    cancel.token.whenCancelled(on: .completingThread) { reply.trySetResult(1) }
+    Thread.detachNewThread { sleep(UInt32(seconds)); giveUp.cancel() }
+    cancel.cancel()
+    out.say("reply, set by the later sibling: \(reply.future)")
+    return out.all
+}
+
 // MARK: misuse — what a programming error prints (in release builds too:
 // the library stops with `fatalError`, whose message survives -O).
 
@@ -266,13 +286,8 @@ public func misuseExample(_ name: String) -> Never {
         _ = Future.delayed(1, by: .seconds(-1))
     case "force-get-pending":
         _ = FutureSource<Int>().future.forceGetResult()
-    case "wait-in-handler":
-        // The first handler waits for what only a later sibling would do.
-        let cancel = CancelTokenSource()
-        let reply = FutureSource<Int>()
-        cancel.token.whenCancelled(on: .completingThread) { _ = try? reply.future.wait() }
-        cancel.token.whenCancelled(on: .completingThread) { reply.trySetResult(1) }
-        cancel.cancel()
+    case "retry-negative-delay":
+        _ = Future<Int>.retrying(upTo: 3, delay: .seconds(-1)) { _ in .succeeded(1) }
     default:
         break
     }

@@ -35,7 +35,21 @@ public func clientWaitExample() -> [String] {
     } catch {
         lines.append("failed: \(error)")
     }
-    return lines
+    // A dispatch to the main queue, waited for on the main thread.
+    lines.append("dispatched to main: \((try? Future.dispatch(on: .main) { 5 }.wait()) ?? -1)")
+    // Waiting inside a handler that runs on the main thread, for a two-step
+    // chain whose steps hop to the main queue: wait() runs the first, and
+    // the second, which it settles, runs at once too.
+    let x = FutureSource<Int>()
+    let twoSteps = x.future.then { $0 + 1 }.then { $0 + 1 }
+    let go = FutureSource<Void>()
+    let inner = Lines()
+    go.future.thenDo { _ in
+        DispatchQueue.global().async { x.trySetResult(1) }
+        inner.say("waited inside a handler: \((try? twoSteps.wait()) ?? -1)")
+    }
+    go.trySetResult(())
+    return lines + inner.all
 }
 
 /// Waits with a semaphore of its own: the retries wait for a main queue

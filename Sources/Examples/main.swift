@@ -2,7 +2,8 @@
 // names: address-book, pipeline, retry, retry-failures, race, controller, view-model, and the
 // main-thread ones: main-queue, blocked-main, client-wait, client-semaphore;
 // nio-bridge (built with the package's NIO trait);
-// `misuse <backoff-nan|negative-delay|force-get-pending|wait-in-handler>` dies
+// wait-in-handler (warns after a second, gives up after two);
+// `misuse <backoff-nan|negative-delay|force-get-pending|retry-negative-delay>` dies
 // with the library's message; none: all but the main-thread ones.
 import ExampleKit
 import Foundation
@@ -36,6 +37,11 @@ if names == ["client-semaphore"] {
     for line in clientSemaphoreExample(seconds: 3) { print(line) }
     exit(0)
 }
+if names == ["wait-in-handler"] {
+    print("== wait-in-handler")
+    for line in waitInHandlerExample(seconds: 2) { print(line) }
+    exit(0)
+}
 #if NIO
 if names == ["nio-bridge"] {
     Task {
@@ -49,7 +55,7 @@ if names == ["nio-bridge"] {
 if names.count == 2 && names[0] == "misuse" { misuseExample(names[1]) }
 let chosen = names.isEmpty ? Example.allCases : names.compactMap { Example(rawValue: $0) }
 guard chosen.count == max(names.count, 1) || names.isEmpty else {
-    print("unknown example; choose from: " + (Example.allCases.map(\.rawValue) + ["main-queue", "blocked-main", "client-wait", "client-semaphore"]).joined(separator: ", "))
+    print("unknown example; choose from: " + (Example.allCases.map(\.rawValue) + ["main-queue", "blocked-main", "client-wait", "client-semaphore", "wait-in-handler"]).joined(separator: ", "))
     exit(2)
 }
 Task {

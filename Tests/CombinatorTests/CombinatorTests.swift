@@ -106,6 +106,14 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
         }
     }
 
+    /// An operation that cancels itself before the timer: a timeout (as
+    /// the original says) whose duration is not known.
+    @Test func aSelfCancelledOperationTimesOutWithoutADuration() {
+        let f = Future<Int>.withTimeout(.seconds(30)) { _ in .cancelled }
+        #expect(f.hasFailedWithTimeout)
+        #expect((f.forceGetFailure() as? TimeoutError)?.duration == nil)
+    }
+
     @Test func timeoutErrorsAreEqualWhateverTheirDuration() {
         #expect(TimeoutError(after: .seconds(2)) == TimeoutError())
         #expect(TimeoutError(after: .seconds(2)).hashValue == TimeoutError().hashValue)
@@ -368,16 +376,23 @@ func waitFor<T>(_ f: Future<T>) -> Future<T> {
     }
 
     /// The second wait is `delay * backoff`: with a backoff that makes it
-    /// longer than 100 years, the third try never starts.
-    @Test func theWaitGrowsByBackoff() async {
-        let until = CancelTokenSource()
+    /// 100 years or more, no third try can come, and the second try's
+    /// failure is the result.
+    @Test func theWaitGrowsByBackoff() {
         let op = Op { i in .failed(Boom(code: i)) }
-        let f = Future.retrying(upTo: 5, delay: .milliseconds(1), backoff: 1e13, until: until.token, op.run)
-        #expect(await eventually { op.calls == 2 })
-        #expect(f.state == .pending)
-        until.cancel()
-        #expect(f.hasFailedWithCancel)
+        let f = waitFor(Future.retrying(upTo: 5, delay: .milliseconds(1), backoff: 1e13, op.run))
+        #expect(f.forceGetFailure() as? Boom == Boom(code: 1))
         #expect(op.calls == 2)
+    }
+
+    /// A try that cancels `until` and fails (retried by a `shouldRetry`
+    /// that accepts anything): no further try, at once, whatever `maxTries`.
+    @Test func cancellingUntilStopsTheTriesAtOnce() {
+        let until = CancelTokenSource()
+        let op = Op { _ in until.cancel(); return .failed(Boom()) }
+        let f = Future.retrying(upTo: 1_000_000_000, delay: .zero, until: until.token, shouldRetry: { _ in true }, op.run)
+        #expect(f.hasFailedWithCancel)
+        #expect(op.calls == 1)
     }
 
     @Test func untilCancelsTheRunningTryAndTheWait() {

@@ -78,7 +78,8 @@ import Testing
     @Test func aClientWaitingWithWaitOnTheMainThreadCompletes() throws {
         let (status, lines) = try runExamples("client-wait")
         #expect(status == 0)
-        #expect(lines == ["== client-wait", "on main thread: true", "replies: 200, first: reply 0, last: reply 199"])
+        #expect(lines == ["== client-wait", "on main thread: true", "replies: 200, first: reply 0, last: reply 199",
+                          "dispatched to main: 5", "waited inside a handler: 3"])
     }
 
     /// The same client blocking on a semaphore of its own cannot complete;
@@ -93,6 +94,18 @@ import Testing
         #expect(errors.contains { $0.contains("future.wait()") })
     }
 
+    /// A handler that waits for what only a later sibling does is told why
+    /// it does not return (in release builds too), instead of hanging
+    /// silently; here another thread ends the wait.
+    @Test func waitingInAHandlerForALaterSiblingIsExplained() throws {
+        let (status, lines) = try runExamples("wait-in-handler")
+        #expect(status == 0)
+        #expect(lines == ["== wait-in-handler", "gave up: CancellationError", "reply, set by the later sibling: Future(succeeded: 1)"])
+        let (_, errors) = try runExamples("wait-in-handler", stderr: true)
+        #expect(errors.contains { $0.contains("Future.wait() has blocked for a second inside a handler or continuation while 1 callback(s) queued behind it") },
+                "stderr: \(errors)")
+    }
+
     /// Misuse stops the process with a message naming the function and the argument.
     @Test(arguments: [
         ("backoff-nan", "Future.retrying(upTo:baseTimeout:backoff:until:_:): backoff must be finite and not negative (got nan)"),
@@ -100,7 +113,7 @@ import Testing
         ("force-get-pending", "Future.forceGetResult() requires a future that succeeded, but this one is immortal"),
         // Debug builds say where the source that died unset was created.
         ("force-get-pending", "(its FutureSource, created at ExampleKit/Examples.swift:"),
-        ("wait-in-handler", "Future.wait() inside a handler or continuation while callbacks queued behind it"),
+        ("retry-negative-delay", "Future.retrying(upTo:delay:backoff:until:shouldRetry:_:): delay must not be negative (got -1.0 seconds)"),
     ])
     func misuseIsExplained(_ misuse: String, _ message: String) throws {
         let (status, lines) = try runExamples("misuse", misuse, stderr: true)
@@ -122,6 +135,9 @@ func runExamples(_ arguments: String..., stderr: Bool = false) throws -> (Int32,
     let pipe = Pipe()
     if stderr { p.standardError = pipe; p.standardOutput = FileHandle.nullDevice } else { p.standardOutput = pipe }
     try p.run()
+    // A hang is a failure, not a stuck suite: stopped after a minute (the
+    // examples end in seconds), it exits with a signal status.
+    DispatchQueue.global().asyncAfter(deadline: .now() + 60) { if p.isRunning { p.terminate() } }
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
     return (p.terminationStatus, String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init))

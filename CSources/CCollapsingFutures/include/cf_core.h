@@ -71,7 +71,8 @@
 //   cf_node_claim             any thread; races remove only    CAS (full)
 //   cf_node_state             any thread                       load (acquire)
 //   cf_drain_must_queue       the calling thread only          none (thread-local)
-//   cf_drain_has_waiting      the calling thread only          none (thread-local)
+//   cf_drain_waiting_count    the calling thread only          none (thread-local)
+//   cf_drain_set_aside/put_back the calling thread only        none (thread-local)
 //   cf_inline_enter/exit      the calling thread only          none (thread-local)
 //   cf_node_enqueue           the calling thread only          none (thread-local queue)
 //   cf_future_claim           any threads; one wins            CAS (full: FLATTENING
@@ -254,12 +255,27 @@ int cf_node_claim(cf_node *n, uintptr_t fate);
 /// this thread ("Stack depth" above). This thread only; no atomics.
 int cf_drain_must_queue(void);
 
-/// Whether this thread is running a callback from its drain while other
-/// callbacks wait in that drain for it to return (its later siblings, or
-/// what it started). Only this thread can run them, so a callback that
-/// blocks until one of them has run never returns: Future.wait() refuses to
-/// block here. This thread only; no atomics.
-int cf_drain_has_waiting(void);
+/// How many callbacks wait in this thread's drain behind the one running
+/// (its later siblings, and what it started): only this thread can run
+/// them, so a callback blocking until one of them has run never returns.
+/// This thread only; no atomics.
+size_t cf_drain_waiting_count(void);
+
+/// This thread's drain, set aside by a callback that blocks (Future.wait())
+/// and put back when it resumes.
+typedef struct {
+    cf_node *_Nullable started_head, *_Nullable started_tail, *_Nullable rest_head;
+    int draining;
+    unsigned inline_depth;
+} cf_drain_aside;
+/// Sets this thread's drain aside: what waits in it stays queued, in
+/// order, and the thread drains anew meanwhile, so what settles while the
+/// caller blocks here (main-queue hops that Future.wait() runs) runs at
+/// once instead of queuing behind the blocked callback. This thread only.
+cf_drain_aside cf_drain_set_aside(void);
+/// Puts back what cf_drain_set_aside took (this thread's drain is empty
+/// again by then: every drain run meanwhile ran to its end).
+void cf_drain_put_back(cf_drain_aside aside);
 
 /// Inline runs nested on this thread now (cf_core.c; "Stack depth" above).
 /// Thread-local, so no atomics.

@@ -3,11 +3,15 @@ import Dispatch
 /// Every handler and continuation the threading rule sends to the main
 /// queue, in the order sent.
 ///
-/// Each hop is kept here and one block is queued on the main queue for it;
-/// that block runs the oldest hop still waiting. So the main queue runs
-/// them in order as before, and `Future.wait()` on the main thread runs
-/// them too while it blocks (a blocked main thread drains no queue): a
-/// block that finds nothing left has nothing to do.
+/// Each hop is kept here with a ticket (its number in sending order), and
+/// one block is queued on the main queue for it, in the same order (under
+/// the same lock). That block runs every hop up to its ticket that has not
+/// run yet: normally just its own. So the main queue runs hops in order,
+/// each no later than its place among the main queue's other blocks, and
+/// `Future.wait()` on the main thread runs them too while it blocks (a
+/// blocked main thread drains no queue); a block whose hop it already ran
+/// has nothing left to do. Hops run on the main queue's thread only, so
+/// one at a time.
 ///
 /// Debug builds also watch for hops that nobody runs: when one has waited
 /// a second, they say so on standard error, once per stall (see `_stalled`).
@@ -39,6 +43,9 @@ enum _MainQueueHops {
         let (waiter, watch) = state.withLock { s in
             s.hops.append(work)
             s.sent += 1
+            // Queued under the lock: blocks reach the main queue in ticket order.
+            let ticket = s.sent
+            DispatchQueue.main.async { runThrough(ticket) }
             #if DEBUG
             defer { s.watching = true }
             return (s.waiter, !s.watching)
@@ -47,8 +54,12 @@ enum _MainQueueHops {
             #endif
         }
         waiter?.signal()
-        DispatchQueue.main.async { runOldest() }
         if watch { watchForStalls(after: state.withLock { $0.sent }) }
+    }
+
+    /// Runs the hops sent up to `ticket` that have not run yet.
+    private static func runThrough(_ ticket: Int) {
+        while state.withLock({ $0.ran < ticket }) { runOldest() }
     }
 
     /// Runs the oldest hop still waiting; false if there was none.
