@@ -14,7 +14,9 @@ extension Future {
     ///   .main`, and `Future.dispatch(on: .main)` — so these still run, and
     ///   may be what completes this future. Blocks you queue on the main
     ///   queue yourself, and main-actor work (a continuation `on:
-    ///   MainActor.shared` is a task), wait until the main thread is free.
+    ///   MainActor.shared` is a task), wait until the main thread is free:
+    ///   Dispatch offers no public way to run the main queue from a thread
+    ///   that waits.
     /// - Inside a handler or continuation it may block too, but the
     ///   callbacks queued behind that one on this thread (its later
     ///   siblings, what it started) run only after it returns: if one of
