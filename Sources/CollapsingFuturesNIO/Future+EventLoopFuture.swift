@@ -38,6 +38,6 @@ extension Future {
     @available(*, unavailable, message: """
         the swift-nio bridges need the package's NIO trait: .package(url: …, from: "0.2.0", traits: ["NIO"])
         """)
-    public func eventLoopFuture<Loop>(on eventLoop: Loop) -> Never { fatalError() }
+    public func eventLoopFuture<Loop, Result>(on eventLoop: Loop) -> Result { fatalError() }
 }
 #endif
