@@ -372,12 +372,8 @@ extension Future {
     public static func retrying(upTo maxTries: Int, baseTimeout: Duration, backoff: Double = 2,
                                 until: CancelToken = .immortal,
                                 _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
-        let function = "Future.retrying(upTo:baseTimeout:backoff:until:_:)"
-        if maxTries < 0 { fatalError("\(function): maxTries must not be negative (got \(maxTries))") }
-        _Delay.check(baseTimeout, "baseTimeout", of: function)
-        if !(backoff.isFinite && backoff >= 0) {
-            fatalError("\(function): backoff must be finite and not negative (got \(backoff))")
-        }
+        _Delay.checkRetries(maxTries, baseTimeout, "baseTimeout", backoff: backoff,
+                            of: "Future.retrying(upTo:baseTimeout:backoff:until:_:)")
         /// Tries from `first` on. A try that has already timed out when
         /// `withTimeout` returns (a zero timeout, or an operation that
         /// returned a timed-out future) is followed by the next one in this
@@ -444,12 +440,8 @@ extension Future {
                                 until: CancelToken = .immortal,
                                 shouldRetry: @escaping @Sendable (any Error) -> Bool = { !($0 is CancellationError) },
                                 _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
-        let function = "Future.retrying(upTo:delay:backoff:until:shouldRetry:_:)"
-        if maxTries < 0 { fatalError("\(function): maxTries must not be negative (got \(maxTries))") }
-        _Delay.check(delay, "delay", of: function)
-        if !(backoff.isFinite && backoff >= 0) {
-            fatalError("\(function): backoff must be finite and not negative (got \(backoff))")
-        }
+        _Delay.checkRetries(maxTries, delay, "delay", backoff: backoff,
+                            of: "Future.retrying(upTo:delay:backoff:until:shouldRetry:_:)")
         if maxTries == 0 || until.isCancelled { return .cancelled }
         /// Whether try `i`'s outcome is the result: a success, an error not
         /// to retry, or the last try's failure (also when the `wait` before

@@ -28,4 +28,15 @@ enum _Delay {
     static func check(_ d: Duration, _ argument: String, of function: String) {
         if d < .zero { fatalError("\(function): \(argument) must not be negative (got \(d))") }
     }
+
+    /// What both `retrying` forms check: `maxTries` and the first wait
+    /// (`argument`) not negative, `backoff` finite and not negative.
+    static func checkRetries(_ maxTries: Int, _ first: Duration, _ argument: String, backoff: Double,
+                             of function: String) {
+        if maxTries < 0 { fatalError("\(function): maxTries must not be negative (got \(maxTries))") }
+        check(first, argument, of: function)
+        if !(backoff.isFinite && backoff >= 0) {
+            fatalError("\(function): backoff must be finite and not negative (got \(backoff))")
+        }
+    }
 }
