@@ -40,7 +40,7 @@ enum _MainQueueHops {
 
     /// Runs `work` on the main queue after what was sent before it.
     static func send(_ work: @escaping @Sendable () -> Void) {
-        let (waiter, watch) = state.withLock { s in
+        let (waiter, ticket, watch) = state.withLock { s in
             s.hops.append(work)
             s.sent += 1
             // Queued under the lock: blocks reach the main queue in ticket order.
@@ -48,13 +48,13 @@ enum _MainQueueHops {
             DispatchQueue.main.async { runThrough(ticket) }
             #if DEBUG
             defer { s.watching = true }
-            return (s.waiter, !s.watching)
+            return (s.waiter, ticket, !s.watching)
             #else
-            return (s.waiter, false)
+            return (s.waiter, ticket, false)
             #endif
         }
         waiter?.signal()
-        if watch { watchForStalls(after: state.withLock { $0.sent }) }
+        if watch { watchForStalls(after: ticket) }
     }
 
     /// Runs the hops sent up to `ticket` that have not run yet.
