@@ -9,37 +9,26 @@ import ExampleKit
 import Foundation
 
 let names = Array(CommandLine.arguments.dropFirst())
-if names == ["main-queue"] {
-    // Synchronous, on the real main thread (no top-level await in this file,
-    // so this code runs on the main thread before anything else).
-    print("== main-queue")
-    for line in mainQueueExample() { print(line) }
-    exit(0)
-}
-if names == ["blocked-main"] {
-    // The main thread blocks (a synchronous command-line main): nothing
-    // drains the main queue while the library's bookkeeping completes.
-    print("== blocked-main")
-    for line in blockedMainExample() { print(line) }
-    exit(0)
-}
-if names == ["client-wait"] {
-    // 200 requests whose retries run on the main queue; the main thread
-    // waits with wait(), which runs them.
-    print("== client-wait")
-    for line in clientWaitExample() { print(line) }
-    exit(0)
-}
-if names == ["client-semaphore"] {
-    // The same with a semaphore of the user's own: nothing runs the
-    // retries, and debug builds say so on standard error.
-    print("== client-semaphore")
-    for line in clientSemaphoreExample(seconds: 3) { print(line) }
-    exit(0)
-}
-if names == ["wait-in-handler"] {
-    print("== wait-in-handler")
-    for line in waitInHandlerExample(seconds: 2) { print(line) }
+// Synchronous, on the real main thread (no top-level await in this file, so
+// this code runs on the main thread before anything else):
+// - main-queue: a handler registered here runs on the main queue;
+// - blocked-main: the main thread blocks (a synchronous command-line main),
+//   and the library's bookkeeping still completes;
+// - client-wait: 200 requests whose retries run on the main queue, waited
+//   for with wait(), which runs them;
+// - client-semaphore: the same with a semaphore of the user's own: nothing
+//   runs the retries, and debug builds say so on standard error;
+// - wait-in-handler: a handler waiting for what its later sibling does.
+let onTheMainThread: KeyValuePairs<String, () -> [String]> = [
+    "main-queue": mainQueueExample,
+    "blocked-main": blockedMainExample,
+    "client-wait": clientWaitExample,
+    "client-semaphore": { clientSemaphoreExample(seconds: 3) },
+    "wait-in-handler": { waitInHandlerExample(seconds: 2) },
+]
+if names.count == 1, let example = onTheMainThread.first(where: { $0.key == names[0] }) {
+    print("== \(example.key)")
+    for line in example.value() { print(line) }
     exit(0)
 }
 #if NIO
@@ -55,7 +44,7 @@ if names == ["nio-bridge"] {
 if names.count == 2 && names[0] == "misuse" { misuseExample(names[1]) }
 let chosen = names.isEmpty ? Example.allCases : names.compactMap { Example(rawValue: $0) }
 guard chosen.count == max(names.count, 1) || names.isEmpty else {
-    print("unknown example; choose from: " + (Example.allCases.map(\.rawValue) + ["main-queue", "blocked-main", "client-wait", "client-semaphore", "wait-in-handler"]).joined(separator: ", "))
+    print("unknown example; choose from: " + (Example.allCases.map(\.rawValue) + onTheMainThread.map(\.key)).joined(separator: ", "))
     exit(2)
 }
 Task {

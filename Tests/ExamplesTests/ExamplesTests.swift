@@ -54,7 +54,7 @@ import Testing
     /// Main-thread stickiness needs a real main thread, so this runs the
     /// built `Examples` executable (next to this test binary) as a process.
     @Test func handlerRegisteredOnTheMainThreadRunsOnTheMainQueue() throws {
-        let (status, lines) = try runExamples("main-queue")
+        let (status, lines, _) = try runExamples("main-queue")
         #expect(status == 0)
         #expect(lines == ["== main-queue", "registered on main thread: true", "handler ran on main thread: true"])
     }
@@ -62,7 +62,7 @@ import Testing
     /// Combinators, `unless` and `Task(until:)` made on a main thread that
     /// then blocks still complete: their bookkeeping never hops to the main queue.
     @Test func bookkeepingCompletesWhileTheMainThreadIsBlocked() throws {
-        let (status, lines) = try runExamples("blocked-main")
+        let (status, lines, _) = try runExamples("blocked-main")
         #expect(status == 0)
         #expect(lines == [
             "== blocked-main", "on main thread: true",
@@ -76,7 +76,7 @@ import Testing
     /// The client pattern: retries registered on the main thread run on the
     /// main queue, which `wait()` runs while the main thread waits.
     @Test func aClientWaitingWithWaitOnTheMainThreadCompletes() throws {
-        let (status, lines) = try runExamples("client-wait")
+        let (status, lines, _) = try runExamples("client-wait")
         #expect(status == 0)
         #expect(lines == ["== client-wait", "on main thread: true", "replies: 200, first: reply 0, last: reply 199",
                           "dispatched to main: 5", "waited inside a handler: 3"])
@@ -85,10 +85,9 @@ import Testing
     /// The same client blocking on a semaphore of its own cannot complete;
     /// a debug build says why on standard error instead of hanging silently.
     @Test func aClientBlockingTheMainThreadIsToldWhy() throws {
-        let (status, lines) = try runExamples("client-semaphore")
+        let (status, lines, errors) = try runExamples("client-semaphore")
         #expect(status == 0)
         #expect(lines == ["== client-semaphore", "on main thread: true", "completed: false"])
-        let (_, errors) = try runExamples("client-semaphore", stderr: true)
         #expect(errors.contains { $0.contains("bound for the main queue have waited over a second: is the main thread blocked") },
                 "stderr: \(errors)")
         #expect(errors.contains { $0.contains("future.wait()") })
@@ -98,10 +97,9 @@ import Testing
     /// it does not return (in release builds too), instead of hanging
     /// silently; here another thread ends the wait.
     @Test func waitingInAHandlerForALaterSiblingIsExplained() throws {
-        let (status, lines) = try runExamples("wait-in-handler")
+        let (status, lines, errors) = try runExamples("wait-in-handler")
         #expect(status == 0)
         #expect(lines == ["== wait-in-handler", "gave up: CancellationError", "reply, set by the later sibling: Future(succeeded: 1)"])
-        let (_, errors) = try runExamples("wait-in-handler", stderr: true)
         #expect(errors.contains { $0.contains("Future.wait() has blocked for a second inside a handler or continuation while 1 callback(s) queued behind it") },
                 "stderr: \(errors)")
     }
@@ -116,15 +114,15 @@ import Testing
         ("retry-negative-delay", "Future.retrying(upTo:delay:backoff:until:shouldRetry:_:): delay must not be negative (got -1.0 seconds)"),
     ])
     func misuseIsExplained(_ misuse: String, _ message: String) throws {
-        let (status, lines) = try runExamples("misuse", misuse, stderr: true)
+        let (status, _, lines) = try runExamples("misuse", misuse)
         #expect(status != 0)
         #expect(lines.contains { $0.contains(message) }, "stderr: \(lines)")
     }
 }
 
 /// Runs the built `Examples` executable (next to this test binary); returns
-/// its exit status and standard output lines (standard error with `stderr`).
-func runExamples(_ arguments: String..., stderr: Bool = false) throws -> (Int32, [String]) {
+/// its exit status and its standard output and standard error lines.
+func runExamples(_ arguments: String...) throws -> (status: Int32, lines: [String], errors: [String]) {
     let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     let p = Process()
     p.executableURL = dir.appendingPathComponent("Examples")
@@ -132,13 +130,24 @@ func runExamples(_ arguments: String..., stderr: Bool = false) throws -> (Int32,
     var env = ProcessInfo.processInfo.environment
     env["SWIFT_BACKTRACE"] = "enable=no"
     p.environment = env
-    let pipe = Pipe()
-    if stderr { p.standardError = pipe; p.standardOutput = FileHandle.nullDevice } else { p.standardOutput = pipe }
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
     try p.run()
     // A hang is a failure, not a stuck suite: stopped after a minute (the
     // examples end in seconds), it exits with a signal status.
     DispatchQueue.global().asyncAfter(deadline: .now() + 60) { if p.isRunning { p.terminate() } }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    // Standard error is read on another thread, so that neither pipe fills
+    // while the other is read; the semaphore orders its write before the read.
+    nonisolated(unsafe) var errors = Data()
+    let errorsRead = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+        errors = err.fileHandleForReading.readDataToEndOfFile()
+        errorsRead.signal()
+    }
+    let output = out.fileHandleForReading.readDataToEndOfFile()
+    errorsRead.wait()
     p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init))
+    func lines(_ data: Data) -> [String] { String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init) }
+    return (p.terminationStatus, lines(output), lines(errors))
 }
