@@ -81,20 +81,8 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
                               _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {
         // The same token as both never runs.
         guard let owner = _owner, unless._owner !== owner else { return CancelRegistration(neverRuns: true) }
-        switch _meet(owner, unless: unless, queueBehindStartedWork: true) {
-        case .runNow:
-            _runNow(queue, unless: unless, handler)
-            return CancelRegistration(neverRuns: false)
-        case .neverRuns, .unlessFirst:
-            return CancelRegistration(neverRuns: true)
-        case .push:
-            let node = _HandlerNode(handler)
-            let r = _pushHandler(owner, node, queue, unless)
-            // Built here, inlined into the caller, so a discarded registration
-            // costs no reference counting.
-            return r == Int32(CF_REG_ADDED) ? CancelRegistration(owner: owner, node: node)
-                                            : CancelRegistration(neverRuns: r != Int32(CF_REG_CANCELLED))
-        }
+        return _attach(owner, queue, unless: unless, stopped: {}, never: {}, run: handler,
+                       node: { _HandlerNode(handler) })
     }
 }
 

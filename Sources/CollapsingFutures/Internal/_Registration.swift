@@ -1,18 +1,17 @@
-// The registration path: every way a registration meets a token's C state
-// word, in one file, as three steps every caller takes in the same order:
-//   _meet      one read of the word (and of `unless`): what to do now, a
-//              `_Meeting` the caller switches over once — run now (no node
-//              is allocated), never run, `unless` came first, or push;
+// The registration path: every registration — user handlers, continuations
+// and `then`/`thenDo` steps, the library's bookkeeping — takes `_attach`,
+// which meets the token's C state word once and does what the meeting says:
+//   _meet      one read of the word (and of `unless`): a `_Meeting` —
+//              run now (no node is allocated unless the run hops), never
+//              run, `unless` came first, or push;
 //   _add       push a node with its `unless` link (companion);
 //   _register  the C push, and the fallback when the token settled between
 //              `_meet` and the push (claim the unlinked node, run or discard).
-// Callers say only what "run now", "never" and "unless first" mean for
-// them: `whenCancelled` (user handlers, pushed through `_pushHandler` so the
-// registration it returns is built inline in the caller), `_whenCancelledInline`
-// and `_whenSettledInline` (the library's bookkeeping), `_chain` (continuations),
-// and `_chainStep`/`_chainFlatStep`/`_chainSink` (`then` and collapsing
-// `then`/`catch`/`finally`, and `thenDo` steps, through `_pushHandler`:
-// nobody keeps their registration).
+// Callers say only what running now, never running and `unless` first mean
+// for them, and which node to push: `whenCancelled`, `_whenCancelledInline`,
+// `_whenSettledInline`, `_chain` (continuations as a body closure) and
+// `_chainStep`/`_chainFlatStep`/`_chainSink` (steps as data), the last four
+// through `_attachContinuation`.
 // Nodes themselves (what run, discard and remove do) are in Internal/Nodes/.
 import CCollapsingFutures
 import Dispatch
@@ -110,42 +109,62 @@ func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool
     return .push
 }
 
-/// The push step of `whenCancelled` and of `then`/`thenDo` steps: records
-/// the threading contract and pushes `node` (with its `unless` link when
-/// there is one). Returns
-/// CF_REG_ADDED, or the terminal state `_register` found and settled the
-/// node for (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will).
+/// The one registration path, on the token stored in `owner`: what the
+/// meeting (`_meet`) says is done here, once —
+/// - `unless` already cancelled: `stopped()`;
+/// - the token is immortal: `never()`;
+/// - the token is cancelled: `run()` here, as one counted inline run; or,
+///   when `queue` says to hop, `node()` runs there after the hop, unless
+///   `unless` was cancelled meanwhile (then it is removed by it, as a
+///   queued node is: `_Node._runAfterHop`);
+/// - still cancellable: `node()` is pushed, with its `unless` link.
+/// `inline`: the library's bookkeeping, run on the completing thread
+/// whatever thread registered it (no queue, no main-queue hop).
+/// `queueBehindStartedWork`: false for the token bookkeeping that runs now
+/// even inside a handler whose started work still waits.
+/// The registration is built here, inlined into the caller, so one the
+/// caller discards costs no reference counting.
+@inlinable @inline(__always)
+func _attach(_ owner: AnyObject, _ queue: DispatchQueue?, unless: CancelToken, inline: Bool = false,
+             queueBehindStartedWork: Bool = true, removeOnUnlessImmortal: Bool = false,
+             stopped: () -> Void, never: () -> Void, run: () -> Void,
+             node: () -> _Node) -> CancelRegistration {
+    switch _meet(owner, unless: unless, queueBehindStartedWork: queueBehindStartedWork) {
+    case .unlessFirst:
+        stopped()
+        return CancelRegistration(neverRuns: true)
+    case .neverRuns:
+        never()
+        return CancelRegistration(neverRuns: true)
+    case .runNow:
+        // The registering thread is the completing one here, so the
+        // main-thread rule holds without a hop; only a queue hops. Such a
+        // node is never registered nor linked to `unless`: a flatten step's
+        // node may become its output's forwarder when it runs there.
+        if !inline, !_runsInline(queue), let queue { node()._runAfterHop(to: queue, unless: unless) } else { _inline(run) }
+        return CancelRegistration(neverRuns: false)
+    case .push:
+        let n = node()
+        let r = _pushHandler(owner, n, queue, unless, inline: inline, removeOnUnlessImmortal: removeOnUnlessImmortal)
+        return r == Int32(CF_REG_ADDED) ? CancelRegistration(owner: owner, node: n)
+                                        : CancelRegistration(neverRuns: r != Int32(CF_REG_CANCELLED))
+    }
+}
+
+/// `_attach`'s push: records the threading contract (unless `inline`) and
+/// pushes `node` (with its `unless` link when there is one). Returns CF_REG_ADDED, or the
+/// terminal state `_register` found and settled the node for
+/// (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will).
 @usableFromInline
-func _pushHandler(_ owner: AnyObject, _ node: _Node, _ queue: DispatchQueue?, _ unless: CancelToken) -> Int32 {
-    node._setThreading(queue)
+func _pushHandler(_ owner: AnyObject, _ node: _Node, _ queue: DispatchQueue?, _ unless: CancelToken,
+                  inline: Bool, removeOnUnlessImmortal: Bool) -> Int32 {
+    if !inline { node._setThreading(queue) }
     // The common case, without the unless link (and without building a
     // registration here that the caller builds inline).
     guard unless._owner != nil else { return _register(owner, node) }
-    let r = CancelToken(_owner: owner)._add(node, unless: unless)
+    let r = CancelToken(_owner: owner)._add(node, unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
     if r._node != nil { return Int32(CF_REG_ADDED) }
     return r._neverRuns ? Int32(CF_REG_IMMORTAL) : Int32(CF_REG_CANCELLED)
-}
-
-/// Runs what a registration on an already-cancelled token runs: on `queue`
-/// if one was given (other than `.completingThread`), else inline — the
-/// registering thread is the completing one here, so the main-thread rule
-/// holds without a hop.
-/// After the hop to `queue`, `run` runs only if `unless` has not been
-/// cancelled meanwhile; else `stopped` does (a continuation fails its
-/// output), as for a queued node (`_Node._runAfterHop`).
-/// (`run` is a handler or a continuation body: the public API required its
-/// parts to be `Sendable`; the body's type just does not say so.)
-@usableFromInline
-func _runNow(_ queue: DispatchQueue?, unless: CancelToken, _ run: @escaping () -> Void,
-             stopped: (() -> Void)? = nil) {
-    if !_runsInline(queue), let queue {
-        nonisolated(unsafe) let run = run, stopped = stopped
-        _hop(to: queue) {
-            if unless.isCancelled { stopped?() } else { run() }
-        }
-    } else {
-        _inline(run)
-    }
 }
 
 /// Runs `work` on `queue`; on the main queue after every hop sent there
@@ -175,34 +194,19 @@ func _inline(_ body: () -> Void) {
 @usableFromInline @discardableResult
 func _chain(_ source: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, output: AnyObject?,
             inline: Bool = false, _ body: @escaping (Bool) -> Void) -> CancelRegistration {
-    let unless = _unless(unless, forContinuationOn: source)
-    switch _meet(source, unless: unless, queueBehindStartedWork: true) {
-    case .unlessFirst:
-        body(false)
-        return CancelRegistration(neverRuns: true)
-    case .neverRuns:
-        // Never runs; the output can still fail if `unless` is cancelled.
-        if let output { _failOnUnless(output, unless._owner) }
-        return CancelRegistration(neverRuns: true)
-    case .runNow:
-        if inline || _runsInline(queue) { _inline { body(true) } } else { _runNow(queue, unless: unless, { body(true) }, stopped: { body(false) }) }
-        return CancelRegistration(neverRuns: false)
-    case .push:
-        let node = _ContinuationNode(output: output, body)
-        if !inline { node._setThreading(queue) }
-        return CancelToken(_owner: source)._add(node, unless: unless)
-    }
+    _attachContinuation(source, queue, unless, output, inline: inline, run: body,
+                        node: { _ContinuationNode(output: output, body) })
 }
 
-/// `_chain` for a `then` step (`_StepNode`): the same meetings, with the
-/// input, the user's function and the output passed to `step` rather than
-/// captured in a body closure. Specialized in the caller.
+/// `_chain` for a `then` step (`_StepNode`): the input, the user's function
+/// and the output are passed to `step` rather than captured in a body
+/// closure. Specialized in the caller.
 @inlinable @inline(__always)
 func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                       _ f: @escaping (A) throws -> R, _ output: Future<R>,
                       _ step: @escaping _StepNode<A, R>.Step) {
-    _chainStepMeeting(input, queue, unless, output, run: { step(input, f, output, $0) },
-                      node: { _StepNode(input, f, output, step) })
+    _attachContinuation(input, queue, unless, output, run: { step(input, f, output, $0) },
+                        node: { _StepNode(input, f, output, step) })
 }
 
 /// `_chainStep` for a collapsing step (`_FlatStepNode`: `then`, `catch`,
@@ -211,37 +215,8 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
 func _chainFlatStep<I, A, R>(_ input: Future<I>, _ queue: DispatchQueue?, _ unless: CancelToken,
                              _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
                              _ step: @escaping _FlatStepNode<I, A, R>.Step) {
-    _chainStepMeeting(input, queue, unless, output, run: { if let inner = step(input, f, output, $0) { output._trySetFuture(inner.takeRetainedValue()) } },
-                      node: { _FlatStepNode(input, f, output, step) })
-}
-
-/// The meetings of a step: `run(ok)` runs it here and now (`ok` false:
-/// `unless` came first); `node()` builds its node, to push, or to run after
-/// the hop to `queue` (where `unless` cancelled meanwhile removes it).
-/// `output`: failed or made immortal when the step never runs (nil for a
-/// `thenDo`).
-@inlinable @inline(__always)
-func _chainStepMeeting(_ input: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, _ output: AnyObject?,
-                       run: (Bool) -> Void, node: () -> _Node) {
-    let unless = _unless(unless, forContinuationOn: input)
-    switch _meet(input, unless: unless, queueBehindStartedWork: true) {
-    case .unlessFirst:
-        run(false)
-    case .neverRuns:
-        if let output { _failOnUnless(output, unless._owner) }
-    case .runNow:
-        if _runsInline(queue) {
-            _inline { run(true) }
-        } else {
-            // Never registered and never linked to `unless` (checked after
-            // the hop instead): a flatten step's node may become its
-            // output's forwarder when it runs there.
-            let n = node()
-            _runNow(queue, unless: unless, { n._run() }, stopped: { n._removed(byUnless: true) })
-        }
-    case .push:
-        _ = _pushHandler(input, node(), queue, unless)
-    }
+    _attachContinuation(input, queue, unless, output, run: { if let inner = step(input, f, output, $0) { output._trySetFuture(inner.takeRetainedValue()) } },
+                        node: { _FlatStepNode(input, f, output, step) })
 }
 
 /// `_chainStep` for a `thenDo` (`_SinkNode`): nothing to fail or make
@@ -249,8 +224,20 @@ func _chainStepMeeting(_ input: AnyObject, _ queue: DispatchQueue?, _ unless: Ca
 @inlinable
 func _chainSink<A>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                    _ f: @escaping (A) -> Void, _ step: @escaping _SinkNode<A>.Step) {
-    _chainStepMeeting(input, queue, unless, nil, run: { if $0 { step(input, f) } },
-                      node: { _SinkNode(input, f, step) })
+    _attachContinuation(input, queue, unless, nil, run: { if $0 { step(input, f) } },
+                        node: { _SinkNode(input, f, step) })
+}
+
+/// `_attach` for a continuation on the future `input`: `run(ok)` runs it
+/// (`ok` false: `unless` came first); when it never runs, `output` (nil for
+/// the `Do` forms) follows `unless` (`_failOnUnless`).
+@inlinable @inline(__always) @discardableResult
+func _attachContinuation(_ input: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, _ output: AnyObject?,
+                         inline: Bool = false, run: (Bool) -> Void, node: () -> _Node) -> CancelRegistration {
+    let unless = _unless(unless, forContinuationOn: input)
+    return _attach(input, queue, unless: unless, inline: inline, stopped: { run(false) },
+                   never: { if let output { _failOnUnless(output, unless._owner) } },
+                   run: { run(true) }, node: node)
 }
 
 /// The `unless` a continuation on the future `source` obeys: the source's
@@ -261,8 +248,8 @@ func _unless(_ unless: CancelToken, forContinuationOn source: AnyObject) -> Canc
     unless._owner === source ? .immortal : unless
 }
 
-/// Whether `_runNow(queue, …)` would run inline (so a caller can skip
-/// building its closure).
+/// Whether a registration on a cancelled token runs inline rather than
+/// after a hop to `queue`.
 @inlinable @inline(__always)
 func _runsInline(_ queue: DispatchQueue?) -> Bool {
     queue == nil || queue === DispatchQueue.completingThread
@@ -332,20 +319,10 @@ extension CancelToken {
     @discardableResult
     func _whenCancelledInline(unless: CancelToken, removeOnUnlessImmortal: Bool = false,
                               _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
-        // One read of the word (in `_meet`): with two (cancelled? then still
-        // cancellable?) a cancel landing in between made both false and
-        // dropped `action` (found by the fuzz harness: an unless-style
-        // withTimeout that never learned of its cancelled `unless`).
         guard let owner = _owner else { return CancelRegistration(neverRuns: true) }
-        switch _meet(owner, unless: unless, queueBehindStartedWork: false) {
-        case .runNow:
-            action()
-            return CancelRegistration(neverRuns: false)
-        case .neverRuns, .unlessFirst:
-            return CancelRegistration(neverRuns: true)
-        case .push:
-            return _add(_HandlerNode(action), unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
-        }
+        return _attach(owner, nil, unless: unless, inline: true, queueBehindStartedWork: false,
+                       removeOnUnlessImmortal: removeOnUnlessImmortal,
+                       stopped: {}, never: {}, run: action, node: { _HandlerNode(action) })
     }
 
     /// Library bookkeeping that must happen once the token settles either
@@ -356,15 +333,9 @@ extension CancelToken {
     @discardableResult
     func _whenSettledInline(_ action: @escaping @Sendable () -> Void) -> CancelRegistration {
         guard let owner = _owner else { action(); return CancelRegistration(neverRuns: false) }
-        switch _meet(owner, unless: .immortal, queueBehindStartedWork: false) {
-        case .runNow, .neverRuns, .unlessFirst:
-            action()
-            return CancelRegistration(neverRuns: false)
-        case .push:
-            let node = _HandlerNode(runOnDiscard: true, action)
-            return _register(owner, node) == Int32(CF_REG_ADDED) ? CancelRegistration(owner: owner, node: node)
-                                                                 : CancelRegistration(neverRuns: false)
-        }
+        return _attach(owner, nil, unless: .immortal, inline: true, queueBehindStartedWork: false,
+                       stopped: action, never: action, run: action,
+                       node: { _HandlerNode(runOnDiscard: true, action) })
     }
 
     /// Removes `registrations` (O(n), once) when this token settles either

@@ -134,6 +134,7 @@ class _Node: @unchecked Sendable {
     /// later sibling's `unless` stops it on the main queue as it does inline
     /// (the original re-checked `unless` on the main thread for the same
     /// reason).
+    @usableFromInline
     final func _runAfterHop(to queue: DispatchQueue, unless: CancelToken) {
         _hop(to: queue) {
             if unless.isCancelled { self._removed(byUnless: true) } else { self._run() }
