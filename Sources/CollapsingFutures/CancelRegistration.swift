@@ -66,7 +66,7 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
         guard _node != nil, _owner != nil else { return nil }
         return Unmanaged.passUnretained(_node.unsafelyUnwrapped)._withUnsafeGuaranteedRef { node in
             guard cf_node_remove(_tokenPtr(_owner.unsafelyUnwrapped), node._ptr) != 0 else { return false }
-            node._removedSettlingCompanion(byUnless: byUnless)
+            node._handle(.removed(byUnless: byUnless))
             return true
         }
     }

@@ -67,9 +67,7 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     // handed out, and the companion pushed, only once the node is listed),
     // so this claim is its to win.
     guard cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 else { return r }
-    let unlessOwner = node._companion?._owner
-    node._companion = nil
-    if cancelled { _inline { node._dispatchRun(unless: unlessOwner) } } else { node._discarded(unless: unlessOwner) }
+    if cancelled { _inline { node._handle(.cancelled(linkPushed: false)) } } else { node._handle(.immortalized(linkPushed: false)) }
     return r
 }
 

@@ -66,35 +66,59 @@ class _Node: @unchecked Sendable {
         assert(UInt(bitPattern: _ptr) & 15 == 0, "cf_node must be 16-byte aligned")
     }
 
-    /// Claimed by a cancel: run the handler (already on the right thread).
+    // The node's actions, which `_handle` calls, its `unless` link already
+    // gone.
+    /// Run the handler (already on the right thread).
     @usableFromInline func _run() {}
-    /// Claimed by an immortalize: drop the handler unrun.
+    /// Its token became immortal: drop the handler unrun.
     @usableFromInline func _discard() {}
-    /// Claimed by an immortalize; `unless` is the owner of the `unless:`
-    /// token this node was registered with (its link already removed), for
-    /// nodes whose output that token can still fail. Default: `_discard()`.
+    /// `_discard`, with `unless` the owner of the `unless:` token this node
+    /// was registered with, for nodes whose output that token can still
+    /// fail. Default: `_discard()`.
     @usableFromInline func _discarded(unless: AnyObject?) { _discard() }
-    /// Claimed by `remove()`; `byUnless` when the `unless:` token fired.
-    /// Its `unless` link is already gone (`_removedSettlingCompanion`).
+    /// Removed by its registration; `byUnless` when the `unless:` token fired.
     @usableFromInline func _removed(byUnless: Bool) {}
 
-    /// `_removed` for a node its registration removed: its `unless` link goes
-    /// first — removed from the `unless` token, or, when that token fired,
-    /// only dropped (it is the link that fired) — so a removed node, which
-    /// can stay linked in its list until a cleanup, holds nothing of the
-    /// `unless` token's owner meanwhile.
+    /// The node's lifecycle, in one place: an event in, the node's action
+    /// out. Its `unless` link goes first — removed from the `unless` token,
+    /// or dropped when it was never pushed or is the one that fired — so a
+    /// node that ran, was discarded or was removed (which can stay linked
+    /// in its list until a cleanup) holds nothing of the `unless` token's
+    /// owner. A run whose threading says to hop re-checks `unless` when it
+    /// arrives: a handler that cancels a later sibling's `unless` stops it
+    /// on the main queue as it does inline (the original re-checked
+    /// `unless` on the main thread for the same reason), and a
+    /// continuation's output fails with `CancellationError`.
     @inline(__always)
-    final func _removedSettlingCompanion(byUnless: Bool) {
-        if byUnless { _companion = nil } else { _settleCompanion() }
-        _removed(byUnless: byUnless)
+    final func _handle(_ event: _NodeEvent) {
+        switch event {
+        case .cancelled(let linkPushed):
+            guard let q = _hopQueue else {
+                _releaseCompanion(removingIt: linkPushed)
+                _run()
+                return
+            }
+            // The link's token, read only when the run hops.
+            let unless = CancelToken(_owner: _companion?._owner)
+            _releaseCompanion(removingIt: linkPushed)
+            _runAfterHop(to: q, unless: unless)
+        case .immortalized(let linkPushed):
+            let unlessOwner = _companion?._owner
+            _releaseCompanion(removingIt: linkPushed)
+            _discarded(unless: unlessOwner)
+        case .removed(let byUnless):
+            _releaseCompanion(removingIt: !byUnless)
+            _removed(byUnless: byUnless)
+        case .hopped(let unless):
+            if unless.isCancelled { _removed(byUnless: true) } else { _run() }
+        }
     }
 
     @inline(__always)
-    final func _settleCompanion() {
-        if let c = _companion {
-            _companion = nil
-            c._removeQuietly()
-        }
+    private func _releaseCompanion(removingIt: Bool) {
+        guard let c = _companion else { return }
+        _companion = nil
+        if removingIt { c._removeQuietly() }
     }
 
     /// Where `_run` must hop to under the threading contract: `_queue` if
@@ -106,42 +130,13 @@ class _Node: @unchecked Sendable {
         return _mainSticky && !_isOnMain() ? DispatchQueue.main : nil
     }
 
-    /// `_dispatchRun` for a node claimed off its list: removes its `unless`
-    /// link first, reading the link's token only when the run hops.
-    @inline(__always)
-    final func _dispatchRunSettlingCompanion() {
-        guard let q = _hopQueue else {
-            _settleCompanion()
-            _run()
-            return
-        }
-        let unless = CancelToken(_owner: _companion?._owner)
-        _settleCompanion()
-        _runAfterHop(to: q, unless: unless)
-    }
-
-    /// Runs `_run` where the threading contract says. `unlessOwner` owns
-    /// the `unless:` token this node was registered with (its link already
-    /// removed).
-    final func _dispatchRun(unless unlessOwner: AnyObject?) {
-        guard let q = _hopQueue else { _run(); return }
-        _runAfterHop(to: q, unless: CancelToken(_owner: unlessOwner))
-    }
-
-    /// After the hop to `queue`, the handler runs only if `unless` has not
-    /// been cancelled meanwhile, else it is removed by it (a continuation's
-    /// output fails with `CancellationError`). So a handler that cancels a
-    /// later sibling's `unless` stops it on the main queue as it does inline
-    /// (the original re-checked `unless` on the main thread for the same
-    /// reason).
+    /// Runs this node on `queue` (`_handle(.hopped)` there).
     @usableFromInline
     final func _runAfterHop(to queue: DispatchQueue, unless: CancelToken) {
-        _hop(to: queue) {
-            if unless.isCancelled { self._removed(byUnless: true) } else { self._run() }
-        }
+        _hop(to: queue) { self._handle(.hopped(unless: unless)) }
     }
 
-    /// Records the threading contract for `_dispatchRun`.
+    /// Records the threading contract for `_hopQueue`.
     @usableFromInline @inline(__always)
     final func _setThreading(_ queue: DispatchQueue?) {
         if let queue {
@@ -159,10 +154,8 @@ class _Node: @unchecked Sendable {
 func _nodeEvent(_ ctx: UnsafeMutableRawPointer?, _ event: Int32) {
     let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
     if event == Int32(CF_EV_RUN.rawValue) {
-        node._dispatchRunSettlingCompanion()
+        node._handle(.cancelled(linkPushed: true))
     } else if event == Int32(CF_EV_DISCARD.rawValue) {
-        let unlessOwner = node._companion?._owner
-        node._settleCompanion()
-        node._discarded(unless: unlessOwner)
+        node._handle(.immortalized(linkPushed: true))
     }
 }
