@@ -111,10 +111,11 @@ func _meet(_ owner: AnyObject, unless: CancelToken, queueBehindStartedWork: Bool
 /// meeting (`_meet`) says is done here, once —
 /// - `unless` already cancelled: `stopped()`;
 /// - the token is immortal: `never()`;
-/// - the token is cancelled: `run()` here, as one counted inline run; or,
-///   when `queue` says to hop, `node()` runs there after the hop, unless
-///   `unless` was cancelled meanwhile (then it is removed by it, as a
-///   queued node is: `_Node._runAfterHop`);
+/// - the token is cancelled: `run()` here, as one counted inline run (the
+///   token bookkeeping, `queueBehindStartedWork` false, uncounted: it runs
+///   now whatever the depth); or, when `queue` says to hop, `node()` runs
+///   there after the hop, unless `unless` was cancelled meanwhile (then it
+///   is removed by it, as a queued node is: `_Node._runAfterHop`);
 /// - still cancellable: `node()` is pushed, with its `unless` link.
 /// `inline`: the library's bookkeeping, run on the completing thread
 /// whatever thread registered it (no queue, no main-queue hop).
@@ -139,7 +140,13 @@ func _attach(_ owner: AnyObject, _ queue: DispatchQueue?, unless: CancelToken, i
         // main-thread rule holds without a hop; only a queue hops. Such a
         // node is never registered nor linked to `unless`: a flatten step's
         // node may become its output's forwarder when it runs there.
-        if !inline, !_runsInline(queue), let queue { node()._runAfterHop(to: queue, unless: unless) } else { _inline(run) }
+        if !inline, !_runsInline(queue), let queue {
+            node()._runAfterHop(to: queue, unless: unless)
+        } else if queueBehindStartedWork {
+            _inline(run)
+        } else {
+            run()
+        }
         return CancelRegistration(neverRuns: false)
     case .push:
         let n = node()
@@ -331,9 +338,11 @@ extension CancelToken {
     @discardableResult
     func _whenSettledInline(_ action: @escaping @Sendable () -> Void) -> CancelRegistration {
         guard let owner = _owner else { action(); return CancelRegistration(neverRuns: false) }
-        return _attach(owner, nil, unless: .immortal, inline: true, queueBehindStartedWork: false,
-                       stopped: action, never: action, run: action,
-                       node: { _HandlerNode(runOnDiscard: true, action) })
+        let r = _attach(owner, nil, unless: .immortal, inline: true, queueBehindStartedWork: false,
+                        stopped: action, never: action, run: action,
+                        node: { _HandlerNode(runOnDiscard: true, action) })
+        // Not pushed: `action` has run, whichever way the token settled.
+        return r._node != nil ? r : CancelRegistration(neverRuns: false)
     }
 
     /// Removes `registrations` (O(n), once) when this token settles either
