@@ -729,7 +729,7 @@ inline DRAIN_GHOST() {
 }
 
 /* A handler run inline inside a drain callback (its registration found the
-   token cancelled and nothing was waiting): Swift _dispatchRun/_discarded. */
+   token cancelled and nothing was waiting): Swift _Node._handle. */
 inline callback_l2(n, ev) {
 #ifdef CHECK_ORDER
   d_step { START(n); VISIT(n) };

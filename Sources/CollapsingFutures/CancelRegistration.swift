@@ -59,8 +59,7 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
     /// it, false if it had already run, been removed or discarded, nil if
     /// no node was ever linked. The node and the owner are borrowed, not
     /// copied: this registration holds both for the whole call, so they need
-    /// no retain and release of their own (three pairs, 11% of a
-    /// register/remove pair, callgrind).
+    /// no retain and release of their own.
     @inline(__always)
     private func _remove(byUnless: Bool) -> Bool? {
         guard _node != nil, _owner != nil else { return nil }

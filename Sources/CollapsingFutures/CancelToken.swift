@@ -75,7 +75,8 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     ///
     /// Threading: see the type's documentation.
     /// Cost: two allocations (the closure context and one node) on a
-    /// still-cancellable token; none of ours on a settled one.
+    /// still-cancellable token; on a cancelled one, none of ours inline and
+    /// one (the node) to run on `queue`.
     @inlinable @discardableResult
     public func whenCancelled(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                               _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {

@@ -94,9 +94,8 @@ extension Future {
     /// generic function so that the closure's `f: (A) throws -> Future<Value>`
     /// parameter is emitted at the generic abstraction `_FlatStepNode.Step`
     /// has: a closure literal with a concrete `any Error` there was wrapped
-    /// in a reabstraction thunk, whose run allocated a thunk for `f` on
-    /// every step (gdb: 7 allocations per catch retry step, 6 without). The
-    /// casts are to the same type: no-ops once specialized.
+    /// in a reabstraction thunk, whose run allocates a thunk for `f` on
+    /// every step. The casts are to the same type: no-ops once specialized.
     @inlinable
     static func _catchStep<A: Sendable>(_: A.Type) -> _FlatStepNode<Value, A, Value>.Step {
         { input, f, out, ok in

@@ -157,8 +157,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// holder's store and `deinit`. A modifying access, so never for reads:
     /// any number of threads may read a completed future at once. Raw, not
     /// an `UnsafeMutablePointer<Value>`: in unspecialized code (`deinit`,
-    /// `_store(copying:)`) returning that type looked up its metadata on
-    /// every call, 7% of a flatten step (callgrind).
+    /// `_store(copying:)`) returning that type looks up its metadata on
+    /// every call.
     @inlinable var _wordsAddress: UnsafeMutableRawPointer {
         withUnsafeMutablePointer(to: &_words) { UnsafeMutableRawPointer($0) }
     }

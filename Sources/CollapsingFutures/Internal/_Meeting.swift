@@ -2,9 +2,10 @@
 /// registration path, taken from one read of the token's word.
 @usableFromInline
 enum _Meeting {
-    /// Still cancellable: allocate the node and push it (`_add`).
+    /// Still cancellable: build the node and push it (`_pushHandler`).
     case push
-    /// Already cancelled: run at once, without a node.
+    /// Already cancelled: run at once (without a node, unless it hops to a
+    /// queue).
     case runNow
     /// Immortal (or `.immortal`): it will never run.
     case neverRuns

@@ -12,16 +12,13 @@ import Dispatch
 /// metadata. Such a step costs three allocations: the output future, this
 /// node and the body's context (plus the caller's closure context, if its
 /// closure captures anything); on a future that already completed there is
-/// no node (`_meet` says run now). A step node saves the context only where
+/// no node, unless the run hops to a queue (`_attach`). A step node saves the context only where
 /// the node can hold the user's function in a field of the public
 /// parameter's own shape, so each shape needs a node class of its own
 /// (the plain `catch`'s `(any Error) -> Value` and `finally`'s
 /// `(Future<Value>) -> U` have none; the collapsing forms store theirs in
 /// `_FlatStepNode` behind a reabstraction thunk, one allocation, the one
-/// the body's context took). Measured
-/// for the collapsing `then`: a second function field in `_StepNode` saved
-/// one allocation per flatten step (callgrind -4%) but cost every `then`
-/// chain step 7%; `_FlatStepNode` saves it at no cost to `then`.
+/// the body's context took).
 @usableFromInline
 final class _ContinuationNode: _Node, @unchecked Sendable {
     /// `body(true)`: the source completed; `body(false)`: `unless` fired first.

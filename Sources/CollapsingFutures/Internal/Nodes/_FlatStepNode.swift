@@ -2,10 +2,10 @@ import CCollapsingFutures
 
 /// A collapsing step (`then`, `catch`, `finally`): `_StepNode` for a
 /// function returning a future, whose shape `(A) throws -> Future<R>` needs
-/// a field of its own
-/// (stored in `_StepNode`'s `(A) throws -> R` it would take a reabstraction
-/// thunk, one allocation; a second optional field there cost every `then`
-/// step 7%). A flatten step saves the body closure's context.
+/// a field of its own (stored in `_StepNode`'s `(A) throws -> R` it would
+/// take a reabstraction thunk, one allocation; a second optional field in
+/// `_StepNode` would make every `then` step carry and clear it). A flatten
+/// step saves the body closure's context.
 ///
 /// Once it has run and `f` returned a pending future, the node registers
 /// itself on that future's chain as `output`'s forwarder (what a

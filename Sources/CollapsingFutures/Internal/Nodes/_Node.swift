@@ -66,7 +66,7 @@ class _Node: @unchecked Sendable {
         assert(UInt(bitPattern: _ptr) & 15 == 0, "cf_node must be 16-byte aligned")
     }
 
-    // The node's actions, which `_handle` calls, its `unless` link already
+    // The node's actions, which `_handle` calls once its `unless` link is
     // gone.
     /// Run the handler (already on the right thread).
     @usableFromInline func _run() {}
@@ -76,7 +76,8 @@ class _Node: @unchecked Sendable {
     /// was registered with, for nodes whose output that token can still
     /// fail. Default: `_discard()`.
     @usableFromInline func _discarded(unless: AnyObject?) { _discard() }
-    /// Removed by its registration; `byUnless` when the `unless:` token fired.
+    /// Removed before it ran: by its registration, or, `byUnless`, by its
+    /// `unless:` token, when it fired first or before a hop arrived.
     @usableFromInline func _removed(byUnless: Bool) {}
 
     /// The node's lifecycle, in one place: an event in, the node's action

@@ -32,8 +32,8 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
     /// specialized, and `Optional.take()` on a generic function type would
     /// look up its metadata on every step). Each load is followed at once by
     /// its store, so the optimizer sees a move: with all loads first and all
-    /// stores after, it copied two of the fields (a retain and a release
-    /// each, 4% of then+set).
+    /// stores after, it copies two of the fields (a retain and a release
+    /// each).
     @inline(__always)
     private func _takeAll() -> (Step, Future<A>, (A) throws -> R, Future<R>)? {
         let s = step; step = nil
