@@ -12,7 +12,7 @@
  * (a node not yet published, the list a settler took or a cleaner holds under
  * CF_W_CLEANING, the per-thread drain queue) are merged into the neighbouring
  * step. The Swift layer's calls into the core (Sources/CollapsingFutures:
- * whenCancelled with _meet / _add / _register, remove(), the node callback, _trySetFuture /
+ * whenCancelled with _attach / _add / _register, remove(), the node callback, _trySetFuture /
  * _setFuture, _walk, the _FlattenNode forwarder) are modelled on top, with
  * the two references per node.
  *
@@ -32,18 +32,18 @@
  * @step reg_next        | cf_token_register     | n->next = NODE_OF(w);
  * @step reg_cas         | cf_token_register     | AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), w,
  * @step reg_keep_clean  | cf_token_register     | (AO_t)n | (w & CF_W_CLEANING));
- * @step enq_started     | enqueue_started       | if (started_tail) started_tail->next = first; else started_head = first;
- * @step drain_splice    | drain                 | started_tail->next = rest_head;
- * @step drain_pop       | drain                 | rest_head = n->next;
+ * @step enq_started     | enqueue_started       | if (started_tail) q_set_next(started_tail, first); else started_head = first;
+ * @step drain_splice    | drain                 | q_set_next(started_tail, rest_head);
+ * @step drain_pop       | drain                 | rest_head = q_next(n);
  * @step drain_claim     | drain                 | int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
- * @step drain_call      | drain                 | fn(ctx, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
+ * @step drain_call      | drain                 | n->fn(n, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
  * @step must_queue      | cf_drain_must_queue   | return (draining && started_head != NULL)
  * @step node_enqueue    | cf_node_enqueue       | enqueue_started(n, n);
  * @step settle_load     | cf_token_settle       | AO_t w = AO_load_acquire(W(&t->word));
  * @step settle_wait     | cf_token_settle       | if (w & CF_W_CLEANING) {
  * @step settle_reload   | cf_token_settle       | ^w = AO_load_acquire(W(&t->word));
  * @step settle_cas      | cf_token_settle       | AO_fetch_compare_and_swap_full(W(&t->word), w, terminal);
- * @step settle_reverse  | cf_token_settle       | lifo->next = fifo;
+ * @step settle_reverse  | cf_token_settle       | q_mark(lifo, terminal, fifo);
  * @step settle_enqueue  | cf_token_settle       | if (fifo) enqueue_started(fifo, last);
  * @step settle_drain    | cf_token_settle       | if (!draining) drain();
  * @step clean_load      | try_clean             | AO_t w = AO_load(W(&t->word));
@@ -54,7 +54,7 @@
  * @step clean_dead      | try_clean             | AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
  * @step clear_load      | clear_cleaning        | AO_t w = AO_load(W(&t->word));
  * @step clear_cas       | clear_cleaning        | AO_fetch_compare_and_swap_full(W(&t->word), w, w & ~(AO_t)CF_W_CLEANING);
- * @step clean_call      | try_clean             | fn(unlinked->ctx, CF_EV_UNLINK);
+ * @step clean_call      | try_clean             | unlinked->fn(unlinked, CF_EV_UNLINK);
  * @step clean_recheck   | try_clean             | if (!wants_clean(t, AO_load(W(&t->dead)))) return;
  * @step wants_len       | wants_clean           | AO_load(W(&t->last_len)) / 2
  * @step remove_cas      | cf_node_remove        | AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, CF_N_REMOVED)
@@ -452,7 +452,7 @@ byte last_len[NT];    /* cf_token.last_len */
 /* cf_node (index 0 unused) */
 byte st[NN + 1];      /* cf_node.state */
 byte nx[NN + 1];      /* cf_node.next */
-byte op[NN + 1];      /* cf_node.op */
+byte op[NN + 1];      /* a queued node's terminal: bit 0 of cf_node.next */
 byte refs[NN + 1];    /* strong references to the Swift node object */
 bit  alive[NN + 1];   /* allocated and not freed */
 bit  holding[NN + 1]; /* the node (an unless link) still holds the registration of node hold[n] */

@@ -38,9 +38,9 @@ void cfb_count_allocs(int on) {
 uint64_t cfb_alloc_count(void) { return __atomic_load_n(&count, __ATOMIC_SEQ_CST); }
 
 // ---- the C floor ----------------------------------------------------------
-static void noop_fn(void *ctx, int event) {
+static void noop_fn(cf_node *n, int event) {
     (void)event;
-    __libc_free(ctx);  // every event hands back the list's (only) reference
+    __libc_free(n);  // every event hands back the list's (only) reference
 }
 
 cf_token *cfb_token_new(void) {
@@ -56,7 +56,7 @@ void cfb_token_free(cf_token *t) {
 
 cf_node *_Nullable cfb_register_noop(cf_token *t) {
     cf_node *n = malloc(sizeof(cf_node));   // glibc malloc is 16-byte aligned
-    cf_node_init(n, noop_fn, n);
+    cf_node_init(n, noop_fn);
     if (cf_token_register(t, n) != CF_REG_ADDED) { free(n); return NULL; }
     return n;
 }

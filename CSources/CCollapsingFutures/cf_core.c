@@ -83,6 +83,20 @@ int cf_token_register(cf_token *t, cf_node *n) {
 // what a handler starts runs right after it returns and before its later
 // siblings: the order synchronous recursion gives at callback boundaries,
 // with constant native stack.
+// A queued node's `next` carries its terminal in bit 0 (cf_node): set for
+// CF_W_IMMORTAL. Every write of a queued node's `next` keeps that bit.
+#define Q_IMMORTAL ((uintptr_t)1)
+static inline cf_node *_Nullable q_next(cf_node *n) {
+    return (cf_node *)((uintptr_t)n->next & ~Q_IMMORTAL);
+}
+static inline void q_set_next(cf_node *n, cf_node *_Nullable next) {
+    n->next = (cf_node *)((uintptr_t)next | ((uintptr_t)n->next & Q_IMMORTAL));
+}
+// Queues n to settle into `terminal` (CF_W_CANCELLED or CF_W_IMMORTAL).
+static inline void q_mark(cf_node *n, uintptr_t terminal, cf_node *_Nullable next) {
+    n->next = (cf_node *)((uintptr_t)next | (terminal == CF_W_IMMORTAL ? Q_IMMORTAL : 0));
+}
+
 static __thread cf_node *_Nullable started_head;
 static __thread cf_node *_Nullable started_tail;
 static __thread cf_node *_Nullable rest_head;
@@ -90,8 +104,8 @@ static __thread int draining;
 __thread unsigned cf_inline_depth;
 
 static void enqueue_started(cf_node *first, cf_node *last) {
-    last->next = NULL;
-    if (started_tail) started_tail->next = first; else started_head = first;
+    q_set_next(last, NULL);
+    if (started_tail) q_set_next(started_tail, first); else started_head = first;
     started_tail = last;
 }
 
@@ -105,14 +119,14 @@ static void drain(void) {
     draining = 1;
     for (;;) {
         if (started_head) {
-            started_tail->next = rest_head;
+            q_set_next(started_tail, rest_head);
             rest_head = started_head;
             started_head = started_tail = NULL;
         }
         cf_node *n = rest_head;
         if (n == NULL) break;
-        rest_head = n->next;
-        int cancelled = n->op == CF_W_CANCELLED;
+        int cancelled = ((uintptr_t)n->next & Q_IMMORTAL) == 0;
+        rest_head = q_next(n);
         // Full CAS out of LIVE: exactly one of settle/remove wins the node.
         // Acquire: the winner sees the handler the registering thread wrote;
         // release: a remover that loses and reads the state sees our claim.
@@ -120,10 +134,8 @@ static void drain(void) {
         // `unless` token cancelled by an earlier handler still removes it.
         int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
                                            cancelled ? CF_N_CLAIMED : CF_N_DISCARDED);
-        cf_node_fn fn = n->fn;
-        void *ctx = n->ctx;
         // After this call the node may be freed: nothing of it is read again.
-        fn(ctx, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
+        n->fn(n, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
     }
     draining = 0;
     if (depth) cf_inline_depth = depth;
@@ -135,8 +147,8 @@ int cf_drain_must_queue(void) {
 
 size_t cf_drain_waiting_count(void) {
     size_t n = 0;
-    for (cf_node *p = started_head; p; p = p->next) n++;
-    for (cf_node *p = rest_head; p; p = p->next) n++;
+    for (cf_node *p = started_head; p; p = q_next(p)) n++;
+    for (cf_node *p = rest_head; p; p = q_next(p)) n++;
     return n;
 }
 
@@ -157,7 +169,7 @@ void cf_drain_put_back(cf_drain_aside aside) {
 }
 
 void cf_node_enqueue(cf_node *n, uintptr_t terminal) {
-    n->op = terminal;
+    q_mark(n, terminal, NULL);
     enqueue_started(n, n);
     if (!draining) drain();
 }
@@ -184,8 +196,7 @@ int cf_token_settle(cf_token *t, uintptr_t terminal) {
     cf_node *lifo = NODE_OF(w), *fifo = NULL, *last = lifo;
     while (lifo) {
         cf_node *next = lifo->next;
-        lifo->next = fifo;
-        lifo->op = terminal;
+        q_mark(lifo, terminal, fifo);
         fifo = lifo;
         lifo = next;
     }
@@ -256,8 +267,7 @@ static void try_clean(cf_token *t) {
         clear_cleaning(t);
         while (unlinked) {
             cf_node *next = unlinked->next;
-            cf_node_fn fn = unlinked->fn;
-            fn(unlinked->ctx, CF_EV_UNLINK);
+            unlinked->fn(unlinked, CF_EV_UNLINK);
             unlinked = next;
         }
         // Re-check: removals made while we held CLEANING did not clean.

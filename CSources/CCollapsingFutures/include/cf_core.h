@@ -103,17 +103,23 @@ typedef enum cf_event {
     CF_EV_UNLINK = 3,   ///< the node (already removed) left the list: only release the list's reference
 } cf_event;
 
-typedef void (*cf_node_fn)(void *_Nullable ctx, int event);
+struct cf_node;
+/// A node's callback, given the node itself: its owner finds its own
+/// allocation from it (the node lives at a fixed place in it).
+typedef void (*cf_node_fn)(struct cf_node *_Nonnull node, int event);
 
-/// A handler registration. Lives at the start of a 16-byte aligned allocation
-/// owned by the caller (a Swift object in CollapsingFutures, a malloc block in
-/// the C floor benchmark).
+/// A handler registration. Lives at a fixed place in a 16-byte aligned
+/// allocation owned by the caller (a Swift object in CollapsingFutures, after
+/// its header; a malloc block in the C floor benchmark, at its start), which
+/// the callback finds from the node.
 typedef struct cf_node {
     uintptr_t state;                 ///< AO_t: CF_N_*; CAS only
-    struct cf_node *_Nullable next;  ///< older node; see cf_token_register
+    /// In a token's list: the older node (see cf_token_register). In the
+    /// drain queue: the next queued node, with bit 0 set when this node
+    /// settles into CF_W_IMMORTAL rather than CF_W_CANCELLED (nodes are
+    /// 16-byte aligned, so the bit is free; cf_core.c only).
+    struct cf_node *_Nullable next;
     cf_node_fn _Nullable fn;         ///< callback, set before registration
-    void *_Nullable ctx;             ///< callback context
-    uintptr_t op;                    ///< terminal word a pending node settles into (drain queue only)
 } cf_node;
 
 typedef struct cf_token {
@@ -206,18 +212,16 @@ int cf_token_link(cf_token *t, cf_token *root);
 
 /// Initialises a node (not concurrent: before registration). Plain stores,
 /// inline here: the Swift layer initialises one node per registration.
-static inline void cf_node_init(cf_node *n, cf_node_fn fn, void *_Nullable ctx) {
+static inline void cf_node_init(cf_node *n, cf_node_fn fn) {
     n->state = CF_N_LIVE;
     n->next = NULL;
     n->fn = fn;
-    n->ctx = ctx;
-    n->op = 0;
 }
 
 /// The Swift layer's node callback (defined in Swift, `_Node.swift`, with
 /// `@_cdecl`): declared here so the Swift node initializer, inlined into
 /// its callers, can name it as a plain C function pointer.
-void cf_swift_node_event(void *_Nullable ctx, int event);
+void cf_swift_node_event(cf_node *_Nonnull node, int event);
 
 /// Pushes `n` on the token's list. Any number of threads concurrently with
 /// each other and with cancel/immortalize/remove. Release CAS publishes the

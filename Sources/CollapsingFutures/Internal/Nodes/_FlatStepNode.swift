@@ -90,7 +90,7 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
         inputOrTarget = t
         _queue = nil
         _mainSticky = false
-        cf_node_init(_ptr, cf_swift_node_event, Unmanaged.passUnretained(self).toOpaque())
+        cf_node_init(_ptr, cf_swift_node_event)
         return self
     }
 

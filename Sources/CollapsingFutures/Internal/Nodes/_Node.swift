@@ -58,12 +58,14 @@ class _Node: @unchecked Sendable {
     /// with the fields it stores, is not cut by an opaque call (around which
     /// the optimizer kept an extra retain and release of every field).
     @inlinable @inline(__always) init() {
-        // The list's reference is taken in `_register`; ctx is this object.
-        // The callback (`_nodeEvent`) takes back that reference and performs
-        // the event.
-        cf_node_init(_ptr, cf_swift_node_event, Unmanaged.passUnretained(self).toOpaque())
+        // The list's reference is taken in `_register`. The callback
+        // (`_nodeEvent`) finds this object from its `cf_node`, takes back
+        // that reference and performs the event.
+        cf_node_init(_ptr, cf_swift_node_event)
         // The state word keeps its tags in the low four bits of node pointers.
         assert(UInt(bitPattern: _ptr) & 15 == 0, "cf_node must be 16-byte aligned")
+        assert(UnsafeRawPointer(_ptr) - _nodeOffset == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()),
+               "a node's cf_node must follow its object header")
     }
 
     // The node's actions, which `_handle` calls once its `unless` link is
@@ -148,12 +150,18 @@ class _Node: @unchecked Sendable {
     }
 }
 
+/// Where a node's `cf_node` lies in the node object: right after the Swift
+/// object header (two words), being its first stored property, of pointer
+/// alignment (`_getUnsafePointerToStoredProperties`; asserted in `init`).
+@inlinable @inline(__always)
+var _nodeOffset: Int { 2 * MemoryLayout<UInt>.size }
+
 /// The C callback of every node (`cf_swift_node_event` in cf_core.h): takes
-/// back the reference the list (or the drain queue) held and performs the
-/// event.
+/// back the reference the list (or the drain queue) held on the node object
+/// whose `cf_node` is `c`, and performs the event.
 @_cdecl("cf_swift_node_event") @usableFromInline
-func _nodeEvent(_ ctx: UnsafeMutableRawPointer?, _ event: Int32) {
-    let node = Unmanaged<_Node>.fromOpaque(ctx!).takeRetainedValue()
+func _nodeEvent(_ c: UnsafeMutablePointer<cf_node>, _ event: Int32) {
+    let node = Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(c) - _nodeOffset).takeRetainedValue()
     if event == Int32(CF_EV_RUN.rawValue) {
         node._handle(.cancelled(linkPushed: true))
     } else if event == Int32(CF_EV_DISCARD.rawValue) {
