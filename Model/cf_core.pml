@@ -74,12 +74,14 @@
  * Swift-layer steps (not line-checked; the Swift files change independently):
  *   swift_retain   Internal/_Registration.swift _register: Unmanaged.passRetained (the list's reference)
  *   swift_release  any release of a node reference; the last one frees the node
- *   add            CancelToken.whenCancelled: _meet (one cf_token_load: run now, never, or push), then
- *                  _add / _register (Internal/_Registration.swift). Run now has no node in Swift; the
- *                  model claims the still-private node instead (always won: nobody else can reach it)
+ *   add            CancelToken.whenCancelled: _attach's _meet (one cf_token_load: run now, never, or
+ *                  push), then _add / _register (Internal/_Registration.swift). An inline run now has no
+ *                  node in Swift; the model claims the still-private node instead (always won: nobody
+ *                  else can reach it)
  *   register       _register (cf_token_register, then enqueue / claim + run inline)
  *   remove         CancelRegistration.remove() and _removeByUnless
- *   callback       the cf_node.fn closure of _Node.init (Internal/Nodes/_Node.swift: takeRetainedValue + event)
+ *   callback       _nodeEvent, every Swift node's cf_node.fn (Internal/Nodes/_Node.swift: the node object
+ *                  from the cf_node, takeRetainedValue, _handle)
  *   set_future     Future._trySetFuture (Future._setFuture): claim, pre-walk, _target, FLATTENING,
  *                  walk, then the forwarder (Internal/Nodes/_FlattenNode.swift) on the walk's end
  *   walk           Future._walk (Brent), run twice by _setFuture

@@ -83,18 +83,21 @@ int cf_token_register(cf_token *t, cf_node *n) {
 // what a handler starts runs right after it returns and before its later
 // siblings: the order synchronous recursion gives at callback boundaries,
 // with constant native stack.
-// A queued node's `next` carries its terminal in bit 0 (cf_node): set for
-// CF_W_IMMORTAL. Every write of a queued node's `next` keeps that bit.
-#define Q_IMMORTAL ((uintptr_t)1)
+// A queued node's `next` carries in bit 0 how it settles (cf_node): clear
+// to run (its token was cancelled), set to be discarded (any other
+// terminal: immortal). q_mark writes the bit with the link when the node is
+// queued; every later write of its `next` (q_set_next) keeps it, and every
+// read of a queued node's link (q_next) strips it.
+#define Q_DISCARD ((uintptr_t)1)
 static inline cf_node *_Nullable q_next(cf_node *n) {
-    return (cf_node *)((uintptr_t)n->next & ~Q_IMMORTAL);
+    return (cf_node *)((uintptr_t)n->next & ~Q_DISCARD);
 }
 static inline void q_set_next(cf_node *n, cf_node *_Nullable next) {
-    n->next = (cf_node *)((uintptr_t)next | ((uintptr_t)n->next & Q_IMMORTAL));
+    n->next = (cf_node *)((uintptr_t)next | ((uintptr_t)n->next & Q_DISCARD));
 }
-// Queues n to settle into `terminal` (CF_W_CANCELLED or CF_W_IMMORTAL).
+// Links n to `next` in the queue, marked with how it settles into `terminal`.
 static inline void q_mark(cf_node *n, uintptr_t terminal, cf_node *_Nullable next) {
-    n->next = (cf_node *)((uintptr_t)next | (terminal == CF_W_IMMORTAL ? Q_IMMORTAL : 0));
+    n->next = (cf_node *)((uintptr_t)next | (terminal == CF_W_CANCELLED ? 0 : Q_DISCARD));
 }
 
 static __thread cf_node *_Nullable started_head;
@@ -125,7 +128,7 @@ static void drain(void) {
         }
         cf_node *n = rest_head;
         if (n == NULL) break;
-        int cancelled = ((uintptr_t)n->next & Q_IMMORTAL) == 0;
+        int cancelled = ((uintptr_t)n->next & Q_DISCARD) == 0;
         rest_head = q_next(n);
         // Full CAS out of LIVE: exactly one of settle/remove wins the node.
         // Acquire: the winner sees the handler the registering thread wrote;

@@ -64,8 +64,12 @@ class _Node: @unchecked Sendable {
         cf_node_init(_ptr, cf_swift_node_event)
         // The state word keeps its tags in the low four bits of node pointers.
         assert(UInt(bitPattern: _ptr) & 15 == 0, "cf_node must be 16-byte aligned")
-        assert(UnsafeRawPointer(_ptr) - _nodeOffset == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()),
-               "a node's cf_node must follow its object header")
+        // `_nodeEvent` finds this object `_nodeOffset` before `_ptr`, and
+        // `_ptr` must be `_c`: the stored properties start where
+        // `_nodeOffset` says, and `_c`, read at its own offset, is what
+        // `cf_node_init` wrote.
+        assert(UnsafeRawPointer(_ptr) - _nodeOffset == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+               && _c.fn != nil, "a node's cf_node must be its first stored property")
     }
 
     // The node's actions, which `_handle` calls once its `unless` link is
@@ -151,8 +155,9 @@ class _Node: @unchecked Sendable {
 }
 
 /// Where a node's `cf_node` lies in the node object: right after the Swift
-/// object header (two words), being its first stored property, of pointer
-/// alignment (`_getUnsafePointerToStoredProperties`; asserted in `init`).
+/// object header (two words on 64-bit), being its first stored property, of
+/// pointer alignment, where `_getUnsafePointerToStoredProperties` puts it
+/// (both checked in `init`, debug builds).
 @inlinable @inline(__always)
 var _nodeOffset: Int { 2 * MemoryLayout<UInt>.size }
 
