@@ -157,19 +157,14 @@ func _attach(_ owner: AnyObject, _ queue: DispatchQueue?, unless: CancelToken, i
 }
 
 /// `_attach`'s push: records the threading contract (unless `inline`) and
-/// pushes `node` (with its `unless` link when there is one). Returns CF_REG_ADDED, or the
-/// terminal state `_register` found and settled the node for
-/// (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will).
+/// pushes `node` with its `unless` link (`_add`).
 @usableFromInline
 func _pushHandler(_ owner: AnyObject, _ node: _Node, _ queue: DispatchQueue?, _ unless: CancelToken,
                   inline: Bool, removeOnUnlessImmortal: Bool) -> Int32 {
     if !inline { node._setThreading(queue) }
-    // The common case, without the unless link (and without building a
-    // registration here that the caller builds inline).
+    // The common case here, without the unless link: `_register` inlined.
     guard unless._owner != nil else { return _register(owner, node) }
-    let r = CancelToken(_owner: owner)._add(node, unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
-    if r._node != nil { return Int32(CF_REG_ADDED) }
-    return r._neverRuns ? Int32(CF_REG_IMMORTAL) : Int32(CF_REG_CANCELLED)
+    return CancelToken(_owner: owner)._add(node, unless: unless, removeOnUnlessImmortal: removeOnUnlessImmortal)
 }
 
 /// Runs `work` on `queue`; on the main queue after every hop sent there
@@ -352,32 +347,28 @@ extension CancelToken {
         _whenSettledInline { for r in registrations { r.remove() } }
     }
 
-    /// Registers `node` with the optional `unless` link. If the token settled
-    /// meanwhile, the node was run or discarded by `_register`.
+    /// Registers `node` with the optional `unless` link. Returns
+    /// CF_REG_ADDED, or the terminal state `_register` found and settled the
+    /// node for (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will).
+    /// Callers that hand out a registration build it from the node.
     ///
     /// Order matters: the companion is recorded before `node` is published
     /// (so its settler reads it race-free), and the link is pushed after
     /// `node` (so a link that fires always finds `node` in its list).
     @usableFromInline
-    func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool = false) -> CancelRegistration {
+    func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool = false) -> Int32 {
         let owner = _owner.unsafelyUnwrapped
-        let reg = CancelRegistration(owner: owner, node: node)
-        guard let uo = unless._owner else {
-            let r = _register(owner, node)
-            return r == Int32(CF_REG_ADDED) ? reg : CancelRegistration(neverRuns: r == Int32(CF_REG_IMMORTAL))
-        }
-        let link = _UnlessNode(target: reg, removeOnDiscard: removeOnUnlessImmortal)
+        guard let uo = unless._owner else { return _register(owner, node) }
+        let link = _UnlessNode(target: CancelRegistration(owner: owner, node: node), removeOnDiscard: removeOnUnlessImmortal)
         node._companion = CancelRegistration(owner: uo, node: link)
         node._hadUnlessLink = true
         let r = _register(owner, node)
-        if r != Int32(CF_REG_ADDED) {
-            return CancelRegistration(neverRuns: r == Int32(CF_REG_IMMORTAL))
-        }
+        if r != Int32(CF_REG_ADDED) { return r }
         // A terminal `unless` here is settled by `_register` (the link runs
         // and removes `node`, or is discarded). If `node` settled first it
         // already removed the link, which then sits in the list as a
         // removed node, counted, until cleanup or settle unlinks it.
         _ = _register(uo, link)
-        return reg
+        return r
     }
 }
