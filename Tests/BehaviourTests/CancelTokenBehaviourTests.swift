@@ -187,7 +187,8 @@ import Foundation
         }
         await Task.detached { s.cancel() }.value
         // The handler hops to the main queue; wait for the main actor to drain it.
-        for _ in 0..<1000 where onMain.all.isEmpty { _ = await MainActor.run { 0 }; try? await Task.sleep(nanoseconds: 1_000_000) }
+        let end = ContinuousClock.now + patience
+        while onMain.all.isEmpty && ContinuousClock.now < end { _ = await MainActor.run { 0 }; try? await Task.sleep(nanoseconds: 1_000_000) }
         #expect(onMain.all == [true])
     }
 

@@ -5,9 +5,9 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// Blocks (bounded) until `f` completes. Time is only a safety bound here.
+/// Blocks until `f` completes or becomes immortal, within `patience`.
 func waitFor<T>(_ f: Future<T>) -> Future<T> {
-    for _ in 0..<5000 where f.isIncomplete && f.state != .immortal { usleep(1000) }
+    _ = eventually { !f.isIncomplete || f.state == .immortal }
     return f
 }
 

@@ -178,7 +178,7 @@ private let collapseStepGo = DispatchSemaphore(value: 0)
         collapseStepGo.signal()
         // From here the main actor is held: the step returns, its Task
         // completes on a worker thread, and the collapse must follow there.
-        let end = ContinuousClock.now + .seconds(5)
+        let end = ContinuousClock.now + patience
         while f.isIncomplete && ContinuousClock.now < end { usleep(1_000) }
         #expect(f.hasResult)
     }
@@ -244,7 +244,7 @@ private let collapseStepGo = DispatchSemaphore(value: 0)
         let s = FutureSource<String>(), inner = FutureSource<Int>()
         let f = s.future.then(on: MainActor.shared) { v in model.title = v; return inner.future }
         s.trySetResult("hi")
-        for _ in 0..<2000 where f.state != .flattening { try await Task.sleep(nanoseconds: 1_000_000) }
+        #expect(await eventually { f.state == .flattening })
         #expect(model.title == "hi")
         inner.trySetResult(7)
         #expect(try await f.get() == 7)

@@ -3,14 +3,21 @@
 import Foundation
 import Synchronization
 
-/// Polls (bounded) until `condition` holds, yielding to other tasks. The bound
-/// only stops a broken test from hanging; no test asserts a duration.
+/// How long a test waits for what should happen soon before it fails. Only a
+/// broken test waits this long: the bound stops it from hanging, and no test
+/// asserts a duration. It is wide because the suites run in parallel on
+/// loaded machines, under sanitizers that slow every thread several times.
+public let patience: Duration = .seconds(60)
+
+/// Polls until `condition` holds or `patience` runs out, yielding to other
+/// tasks between polls.
 public func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
-    for _ in 0..<2000 {
-        if condition() { return true }
+    let end = ContinuousClock.now + patience
+    while !condition() {
+        guard ContinuousClock.now < end else { return condition() }
         try? await Task.sleep(nanoseconds: 1_000_000)
     }
-    return condition()
+    return true
 }
 
 /// Runs `body(i)` on `n` threads at once (released together), waits for all,
@@ -35,13 +42,13 @@ public func onThreads(_ n: Int, _ body: @escaping @Sendable (Int) -> Void) {
     box.body = nil
 }
 
-/// Waits (bounded) until `condition` holds, from synchronous code; for
-/// handlers dispatched to queues. The bound only stops a broken test from
-/// hanging; no test asserts a duration.
+/// Polls until `condition` holds or `patience` runs out, from synchronous
+/// code; for handlers dispatched to queues.
 public func eventually(_ condition: () -> Bool) -> Bool {
-    for _ in 0..<2000 {
-        if condition() { return true }
+    let end = ContinuousClock.now + patience
+    while !condition() {
+        guard ContinuousClock.now < end else { return condition() }
         usleep(1000)
     }
-    return condition()
+    return true
 }
