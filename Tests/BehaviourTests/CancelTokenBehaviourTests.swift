@@ -174,9 +174,8 @@ import Foundation
     // Under `swift test` on Linux the main actor runs on the main queue but
     // off the main thread (the runner retires it, as an async `main` does,
     // and worker threads drain the main queue): code on the main queue
-    // counts as "on the main thread" (found by a review, stop 29: such a
-    // handler ran inline on the cancelling thread), so the check is for the
-    // main queue.
+    // counts as "on the main thread" (so such a handler does not run inline
+    // on the cancelling thread), and the check is for the main queue.
     @Test func handlerRegisteredOnMainThreadRunsOnMainQueueWhenCancelledElsewhere() async {
         let s = CancelTokenSource()
         let onMain = Log<Bool>()

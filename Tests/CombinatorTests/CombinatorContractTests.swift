@@ -81,11 +81,9 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(longLived.future.completionToken._liveRegistrationCount == 0)
     }
 
-    // Found by a review against the contract (stop 29): an immortal input
-    // made `all` immortal at once, so an already-failed input after it was
-    // never seen: `all([.immortal, .failed(e)])` was immortal while
-    // `all([.failed(e), .immortal])` failed. An input that has already
-    // failed now decides the result wherever it stands.
+    // An input that has already failed decides `all` wherever it stands:
+    // `all([.immortal, .failed(e)])` fails as `all([.failed(e), .immortal])`
+    // does, rather than being made immortal by the input before it.
     @Test func allFailsWithAnAlreadyFailedInputWhereverAnImmortalOneStands() {
         let e = TestError(code: 7), later = TestError(code: 1)
         func failure<T>(_ f: Future<T>) -> TestError? {
@@ -106,17 +104,15 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(Future.all([longLived.future, .immortal, failed]).hasFailed)
         #expect(longLived.future.completionToken._liveRegistrationCount == 0)
         // Without an already-failed input, an immortal one still makes it
-        // immortal at once (issue 11), and allSettled waits for every input.
+        // immortal at once, and allSettled waits for every input.
         #expect(Future.all([.immortal, longLived.future]).state == .immortal)
         #expect(Future.allSettled([.immortal, failed]).state == .immortal)
         #expect(Future.allSettledResults([.immortal, failed]).state == .immortal)
     }
 
-    // Found by a review against the contract (stop 28): with an immortal
-    // input, `all`, `allSettled`, the variadic `all` and `and` were immortal
-    // at once even when their `unless` could still fail them, and then
-    // ignored its cancel. They now follow it as a continuation of an
-    // immortal future does.
+    // With an immortal input, `all`, `allSettled`, the variadic `all` and
+    // `and` follow their `unless` as a continuation of an immortal future
+    // does: its cancel fails them, rather than their being immortal at once.
     @Test func allWithAnImmortalInputFollowsItsUnlessLikeAContinuation() {
         let longLived = FutureSource<Int>()
         typealias Probe = (state: () -> FutureState, failedWithCancel: () -> Bool, track: (Counter) -> Void)
@@ -170,10 +166,9 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(Future.all([longLived.future], unless: cancelledToken.token).hasFailedWithCancel)
     }
 
-    // Found by a review against the contract: the variadic `all` (and
-    // `and`) wrapped each input in a conversion whose registration on the
-    // input was never removed, so each settled call left one on every input
-    // still pending.
+    // The variadic `all` (and `and`) converts each input; once the call has
+    // settled, no registration of that conversion stays on an input still
+    // pending.
     @Test func variadicAllAndAndLeaveNothingOnAPendingInputOnceSettled() {
         let longLived = FutureSource<Int>()
         for _ in 0..<1000 {
@@ -244,9 +239,8 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(f.hasFailedWithCancel)
     }
 
-    // Found by a review against the contract (stop 28): after a success,
-    // the registration on `until` held the result and its value until
-    // `until` settled. Only the result's lifetime stays there now.
+    // After a success, the registration on `until` keeps only the result's
+    // lifetime, not the result and its value, until `until` settles.
     @Test func untilStyleTimeoutKeepsNoDeliveredResultOnUntil() {
         let app = CancelTokenSource()
         let deinits = Counter()
@@ -281,10 +275,9 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(until.token._liveRegistrationCount == 0)
     }
 
-    // Found by a review against the contract (stop 28): a timer that fired
-    // as the operation succeeded (its payload already handed to a global
-    // queue, past `cancel()`) cancelled the token of the success delivered
-    // first. Each round races the two; the result's token may end cancelled
+    // A timer that fires as the operation succeeds (its payload already
+    // handed to a queue, past `cancel()`) must not cancel the token of the
+    // success delivered first. Each round races the two; the result's token may end cancelled
     // only when the result timed out. (Rounds where they do not overlap
     // check nothing more than the contract; none can fail wrongly.)
     @Test func untilStyleTimeoutNeverEndsTheLifetimeOfADeliveredSuccess() {
@@ -315,11 +308,9 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(wrong == 0, "successes whose token a late timer cancelled")
     }
 
-    // Found by a review (stop 28), the same root cause as the until-style
-    // timer above: in the unless-style form a timer that fired as the
-    // operation answered (its payload queued) cancelled its token after the
-    // answer was delivered. Now the token is cancelled, if at all, before
-    // the answer: its state when the result is delivered is final. Each
+    // The unless-style form of the race above: a timer that fires as the
+    // operation answers (its payload queued) cancels the token, if at all,
+    // before the answer is delivered: the token's state at delivery is final. Each
     // round races the two; rounds where they do not overlap cannot fail.
     @Test func unlessStyleTimeoutNeverCancelsTheTokenOfADeliveredAnswer() {
         final class Round: @unchecked Sendable {
@@ -367,10 +358,9 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(goneFirst.stop(.unless) == true)       // the stop completes the result
     }
 
-    // Found by a review (stop 28), the same root cause as the until-style
-    // registration above: with an input that can no longer fill the last
-    // result and a long-lived `unless`, the registration on `unless` kept
-    // every result already filled, and its value, until `unless` ended.
+    // Like the until-style registration above: with an input that can no
+    // longer fill the last result and a long-lived `unless`, the
+    // registration on `unless` keeps no result already filled, nor its value.
     @Test func orderedByCompletionKeepsNoFilledResultOnALiveUnless() {
         let app = CancelTokenSource()
         let a = FutureSource<Int>(), b = FutureSource<Int>(), gone = Droppable<Int>()
@@ -538,8 +528,8 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     }
 
     /// A cancel landing between the library's "cancelled?" and "still
-    /// cancellable?" reads once dropped its internal handler, so the timeout
-    /// never learned of its `unless` and ended immortal (found by the fuzzer).
+    /// cancellable?" reads still reaches the timeout's internal handler: the
+    /// timeout fails with cancel rather than ending immortal.
     @Test func unlessCancelledWhileTheTimeoutIsBeingSetUpIsNeverMissed() {
         var missed = 0
         for _ in 0..<5_000 {
@@ -772,8 +762,8 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         s.trySetResult(4)
         #expect(f.forceGetResult() == 4)
         #expect(g.forceGetResult() == 8)
-        // `timeout` too (its `unless` link is registered on that token
-        // before its forwarding, so it used to win and fail the result).
+        // `timeout` too: its `unless` link is registered on that token
+        // before its forwarding, and must not win and fail the result.
         let t = FutureSource<Int>()
         let h = t.future.timeout(.seconds(3600), unless: t.future.completionToken)
         t.trySetResult(5)
@@ -886,8 +876,8 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     }
 }
 
-/// Found by a review of the node layer: what stays linked in a list must not
-/// outlive the list's owner, nor keep an `unless` token's owner alive.
+/// What stays linked in a list does not outlive the list's owner, nor keep an
+/// `unless` token's owner alive.
 @Suite struct NothingOutlivesItsList {
     /// A pending future nobody can complete any more is freed: a node still
     /// linked in its list (here removed, waiting for a cleanup that would

@@ -140,10 +140,10 @@ private let collapseStepGo = DispatchSemaphore(value: 0)
         #expect(f.hasFailedWithCancel)
     }
 
-    /// Found by a review against the contract (stop 29): API.md's "a
-    /// continuation that returns a Future collapses" did not hold for the
-    /// async `then`, which gave a `Future<Future<U>>`. (Each `get()` below
-    /// compares with an Int: with the old overloads this did not compile.)
+    /// API.md's "a continuation that returns a Future collapses" holds for
+    /// the async `then`: it gives a `Future<U>`, not a `Future<Future<U>>`.
+    /// (Each `get()` below compares with an Int, so a `Future<Future<U>>`
+    /// would not compile.)
     @Test func anAsyncClosureReturningAFutureCollapses() async throws {
         let s = FutureSource<Int>()
         let inner = FutureSource<Int>()
@@ -166,8 +166,8 @@ private let collapseStepGo = DispatchSemaphore(value: 0)
 
     /// The collapse is the library's own bookkeeping: registered from the
     /// main actor it still needs no main-queue hop, so it completes while
-    /// the main actor is busy (found by the review of this stop's fix: a
-    /// public `then` did the collapse and waited for the main queue).
+    /// the main actor is busy (a public `then` doing the collapse would wait
+    /// for the main queue).
     /// (The main actor is held only from the step's go-ahead on: the step
     /// itself may wait for a busy thread pool first.)
     @Test @MainActor func anAsyncCollapseNeedsNoMainQueue() async throws {
@@ -237,8 +237,8 @@ private let collapseStepGo = DispatchSemaphore(value: 0)
         #expect(try await own.get() == 4)
     }
 
-    /// Found by a review against the contract (stop 29): the main-actor
-    /// `then` returning a future gave a `Future<Future<U>>`; it collapses.
+    /// The main-actor `then` returning a future collapses: it gives a
+    /// `Future<U>`, not a `Future<Future<U>>`.
     @Test @MainActor func aMainActorThenReturningAFutureCollapses() async throws {
         let model = Model()
         let s = FutureSource<String>(), inner = FutureSource<Int>()

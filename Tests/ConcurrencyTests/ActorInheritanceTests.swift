@@ -100,11 +100,10 @@ actor Feed {
 }
 
 @Suite struct ActorInheritance {
-    /// Found by a review against the contract (stop 29): the task's wrapper
-    /// used the caller's isolation (to start on the caller's actor), which
-    /// in an actor method is the actor itself, so a `[weak self]` task kept
-    /// its actor alive until it ended — and one bound to the actor's own
-    /// lifetime never ended: the cycle `Task(until:)` exists to avoid.
+    /// Started in an actor method, the task's wrapper does not hold the
+    /// actor (the caller's isolation): a `[weak self]` task leaves its actor
+    /// free to die, so one bound to the actor's own lifetime ends. Holding it
+    /// would be the cycle `Task(until:)` exists to avoid.
     @Test func weakSelfWorkStartedInAnActorDoesNotKeepItAlive() async throws {
         let deinits = Counter()
         let never = FutureSource<Int>()

@@ -87,11 +87,9 @@ import TestSupport
         #expect(await eventually { sawCancel.value == 1 })
     }
 
-    /// Found by a review against the contract (stop 29): the token's
-    /// handler cancelled the task before failing the future, and the cancel
-    /// lets the operation return at once, so one that noticed it and
-    /// returned could publish its success first. The future is claimed
-    /// first now. (The operation spins on `Task.isCancelled` on the other
+    /// The token's handler claims the future before it cancels the task:
+    /// the cancel lets the operation return at once, and one that noticed
+    /// it and returned must not publish its success first. (The operation spins on `Task.isCancelled` on the other
     /// core to hit that window; a cancellation handler cannot widen it: the
     /// task's status lock, held while handlers run, also stops the
     /// operation from leaving its own handler's scope.)
@@ -193,9 +191,8 @@ import TestSupport
         #expect(try! await task.value)
     }
 
-    /// Found by a review against the contract (stop 29): with a token
-    /// already cancelled, the task was cancelled only after it was created,
-    /// so a worker thread could start the operation before that.
+    /// With a token already cancelled, the task is cancelled before a worker
+    /// thread can start the operation.
     @Test func anAlreadyCancelledTokenCancelsTheTaskBeforeTheOperationRuns() async throws {
         var uncancelled = 0
         for _ in 0..<500 {
