@@ -63,10 +63,17 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
     @inline(__always)
     private func _remove(byUnless: Bool) -> Bool? {
         guard _node != nil, _owner != nil else { return nil }
-        return Unmanaged.passUnretained(_node.unsafelyUnwrapped)._withUnsafeGuaranteedRef { node in
-            guard cf_node_remove(_tokenPtr(_owner.unsafelyUnwrapped), node._ptr) != 0 else { return false }
-            node._handle(.removed(byUnless: byUnless))
-            return true
-        }
+        return _removeNode(_node.unsafelyUnwrapped, from: _owner.unsafelyUnwrapped, byUnless: byUnless)
+    }
+}
+
+/// Removes `node` from the token stored in `owner` if it is still live
+/// there (its `.removed` event); false when it had settled or was removed.
+@inline(__always)
+func _removeNode(_ node: _Node, from owner: AnyObject, byUnless: Bool) -> Bool {
+    Unmanaged.passUnretained(node)._withUnsafeGuaranteedRef { node in
+        guard cf_node_remove(_tokenPtr(owner), node._ptr) != 0 else { return false }
+        node._handle(.removed(byUnless: byUnless))
+        return true
     }
 }

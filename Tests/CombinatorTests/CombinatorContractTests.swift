@@ -919,6 +919,27 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(storage == nil)
     }
 
+    /// A registration that settles removes its `unless` link, which can stay
+    /// linked (as a removed node) in the `unless` token's list until a
+    /// cleanup: it must not keep that token's owner alive from there. Here
+    /// the owner is a pending future nobody can complete, so only its own
+    /// list could keep it.
+    @Test func aRemovedUnlessLinkDoesNotKeepTheUnlessOwner() {
+        let s = CancelTokenSource()
+        for settle in ["remove", "run"] {
+            weak var unlessOwner: Future<Int>?
+            do {
+                let u = Future<Int>()
+                unlessOwner = u
+                let r = s.token.whenCancelled(unless: u.completionToken) {}
+                #expect(u.completionToken._linkedNodeCount == 1)
+                if settle == "remove" { #expect(r.remove()) } else { s.cancel() }
+                #expect(u.completionToken._linkedNodeCount == 1, "the removed link waits for a cleanup")
+            }
+            #expect(unlessOwner == nil, "\(settle)")
+        }
+    }
+
     /// A continuation removed by its `unless` token can stay linked (as a
     /// removed node) in its input's list until a cleanup: it must not keep
     /// the `unless` token's owner alive. Here that owner's value holds the

@@ -4,7 +4,7 @@
 //   _meet      one read of the word (and of `unless`): a `_Meeting` —
 //              run now (no node is allocated unless the run hops), never
 //              run, `unless` came first, or push;
-//   _add       push a node with its `unless` link (companion);
+//   _add       push a node with its `unless` link;
 //   _register  the C push, and the fallback when the token settled between
 //              `_meet` and the push (claim the unlinked node, run or discard).
 // Callers say only what running now, never running and `unless` first mean
@@ -37,8 +37,8 @@ func _ownTokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
 /// terminal state found (nothing linked).
 /// When it returns a terminal state, it has also settled the unlinked node
 /// itself (claim, then run or discard), unless a remover got there first.
-/// Companions are always pushed after their node, so a node that found its
-/// token settled has an unpushed companion: it is dropped, not removed (no
+/// Links are always pushed after their node, so a node that found its
+/// token settled has an unpushed link: it is dropped, not removed (no
 /// token counts a removal of a node it never linked).
 /// Also called directly for a node with no `unless` link, no threading and
 /// no registration handed out (the flattening forwarder).
@@ -53,7 +53,7 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     if r == Int32(CF_REG_CANCELLED) && cf_drain_must_queue() != 0 {
         // Inside a handler that has started work still waiting, or too many
         // inline runs deep: queue behind it (cf_core.h, "Drain order" and
-        // "Stack depth"). The queue takes `u`; the node keeps its companion
+        // "Stack depth"). The queue takes `u`; the node keeps its `unless` link
         // and can be removed until its turn, as if listed.
         cf_node_enqueue(node._ptr, _wCancelled)
         return Int32(CF_REG_ADDED)
@@ -63,8 +63,8 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     // The node's fields are touched only by the winner of its CAS out of
     // LIVE: a remover may already hold its registration (an unless link's,
     // held by the node it links, which can run meanwhile), and then it owns
-    // them. A node with a companion has no registration out yet (it is
-    // handed out, and the companion pushed, only once the node is listed),
+    // them. A node with an `unless` link has no registration out yet (it
+    // is handed out, and the link pushed, only once the node is listed),
     // so this claim is its to win.
     guard cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 else { return r }
     if cancelled { _inline { node._handle(.cancelled(linkPushed: false)) } } else { node._handle(.immortalized(linkPushed: false)) }
@@ -335,7 +335,7 @@ extension CancelToken {
         guard let owner = _owner else { action(); return CancelRegistration(neverRuns: false) }
         let r = _attach(owner, nil, unless: .immortal, inline: true, queueBehindStartedWork: false,
                         stopped: action, never: action, run: action,
-                        node: { _HandlerNode(runOnDiscard: true, action) })
+                        node: { let n = _HandlerNode(action); n._policy = .inlineWhenSettled; return n })
         // Not pushed: `action` has run, whichever way the token settled.
         return r._node != nil ? r : CancelRegistration(neverRuns: false)
     }
@@ -352,16 +352,15 @@ extension CancelToken {
     /// node for (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will).
     /// Callers that hand out a registration build it from the node.
     ///
-    /// Order matters: the companion is recorded before `node` is published
+    /// Order matters: the link is recorded before `node` is published
     /// (so its settler reads it race-free), and the link is pushed after
     /// `node` (so a link that fires always finds `node` in its list).
     @usableFromInline
     func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool = false) -> Int32 {
         let owner = _owner.unsafelyUnwrapped
         guard let uo = unless._owner else { return _register(owner, node) }
-        let link = _UnlessNode(target: CancelRegistration(owner: owner, node: node), removeOnDiscard: removeOnUnlessImmortal)
-        node._companion = CancelRegistration(owner: uo, node: link)
-        node._hadUnlessLink = true
+        let link = _UnlessNode(target: CancelRegistration(owner: owner, node: node), on: uo, removeOnDiscard: removeOnUnlessImmortal)
+        node._unlessLink = .linked(link)
         let r = _register(owner, node)
         if r != Int32(CF_REG_ADDED) { return r }
         // A terminal `unless` here is settled by `_register` (the link runs

@@ -10,8 +10,9 @@ import CCollapsingFutures
 /// Once it has run and `f` returned a pending future, the node registers
 /// itself on that future's chain as `output`'s forwarder (what a
 /// `_FlattenNode` does otherwise): one allocation less per flatten step.
-/// Only when no `unless` link was ever made for it (`_hadUnlessLink`): such
-/// a link may still remove it from its first token after it ran. The
+/// Only when no `unless` link was ever made for it (`_unlessLink` is
+/// `.none`): such a link may still remove it from its first token after it
+/// ran. The
 /// forwarder phase is the one with `step` nil and `inputOrTarget` set.
 ///
 /// `I` is the input's value type and `A` the function's argument: the same
@@ -72,10 +73,10 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
             // The output a forwarder completes is `o`, or the root `o` is
             // linked into (`Future._link`).
             let inner = inner.takeRetainedValue()
-            if _hadUnlessLink {
-                _ = o._setFuture(inner) { _FlattenNode(output: $0, target: $1) }
-            } else {
+            if case .none = _unlessLink {
                 _ = o._setFuture(inner) { self._becomeForwarder(output: $0, target: $1) }
+            } else {
+                _ = o._setFuture(inner) { _FlattenNode(output: $0, target: $1) }
             }
         }
     }
@@ -85,11 +86,10 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
     /// C node, run inline (the library's bookkeeping, like `_FlattenNode`).
     @inline(__always)
     private func _becomeForwarder(output o: Future<R>, target t: Future<R>) -> _Node {
-        assert(!_hadUnlessLink && _companion == nil, "only a node nothing else can remove is registered again")
+        assert({ if case .none = _unlessLink { true } else { false } }(), "only a node nothing else can remove is registered again")
         output = o
         inputOrTarget = t
-        _queue = nil
-        _mainSticky = false
+        _policy = .inline
         cf_node_init(_ptr, cf_swift_node_event)
         return self
     }

@@ -28,7 +28,7 @@ final class _FlattenNode<Value: Sendable>: _Node, @unchecked Sendable {
     }
 
     /// Never removed in practice (its registration is dropped, and it has no
-    /// `unless` companion); releases what it holds all the same.
+    /// `unless` link); releases what it holds all the same.
     @usableFromInline override func _removed(byUnless: Bool) {
         output = nil; target = nil
     }

@@ -19,7 +19,8 @@
 // registers itself on another token as its output's forwarder. That is safe
 // only because nothing else can still touch its `cf_node` then: the drain
 // reads nothing of a node after its callback, no `CancelRegistration` for it
-// was handed out, and it never had an `unless` link (`_hadUnlessLink`).
+// was handed out, and it never had an `unless` link (`_unlessLink` is
+// `.none`).
 import CCollapsingFutures
 import Dispatch
 
@@ -27,27 +28,14 @@ import Dispatch
 class _Node: @unchecked Sendable {
     /// Must stay the first stored property: the C core's view of this node.
     @usableFromInline final var _c = cf_node()
-    /// Where to run: `_queue` if set; else the main queue when registered on
-    /// the main thread and settled elsewhere; else inline.
-    @exclusivity(unchecked)
-    final var _queue: DispatchQueue?
-    /// The unless-link registered on the `unless:` token, removed when this
-    /// node settles so nothing accumulates on a long-lived `unless` token.
-    @exclusivity(unchecked)
-    final var _companion: CancelRegistration?
-    // The two flags after the references: the subclass's fields start right
-    // after them, so a node is 8 bytes smaller than with the flags between
-    // `_queue` and `_companion` (and a subclass that declares a `Bool` first
-    // packs it here too).
-    @exclusivity(unchecked)
-    final var _mainSticky = false
-    /// Set when an `unless` link was made for this node: that link holds a
-    /// registration that may still call `cf_node_remove` on it after it ran
-    /// (a cancel of `unless` racing the run), so it must never be registered
-    /// again (`_FlatStepNode` reuses itself as its output's forwarder only
-    /// when this is false). Written before the node is published.
-    @exclusivity(unchecked)
-    final var _hadUnlessLink = false
+    /// When and where the action runs; written before the node is published.
+    @exclusivity(unchecked) @usableFromInline
+    final var _policy = _RunPolicy.inline
+    /// The link registered on the `unless:` token, removed when this node
+    /// settles so nothing accumulates on a long-lived `unless` token.
+    /// Written before the node is published.
+    @exclusivity(unchecked) @usableFromInline
+    final var _unlessLink = _UnlessLink.none
 
     @inlinable @inline(__always)
     final var _ptr: UnsafeMutablePointer<cf_node> {
@@ -101,20 +89,20 @@ class _Node: @unchecked Sendable {
         switch event {
         case .cancelled(let linkPushed):
             guard let q = _hopQueue else {
-                _releaseCompanion(removingIt: linkPushed)
+                _releaseUnlessLink(removingIt: linkPushed)
                 _run()
                 return
             }
             // The link's token, read only when the run hops.
-            let unless = CancelToken(_owner: _companion?._owner)
-            _releaseCompanion(removingIt: linkPushed)
+            let unless = CancelToken(_owner: _unlessLink.unlessOwner)
+            _releaseUnlessLink(removingIt: linkPushed)
             _runAfterHop(to: q, unless: unless)
         case .immortalized(let linkPushed):
-            let unlessOwner = _companion?._owner
-            _releaseCompanion(removingIt: linkPushed)
-            _discarded(unless: unlessOwner)
+            let unlessOwner = _unlessLink.unlessOwner
+            _releaseUnlessLink(removingIt: linkPushed)
+            if case .inlineWhenSettled = _policy { _run() } else { _discarded(unless: unlessOwner) }
         case .removed(let byUnless):
-            _releaseCompanion(removingIt: !byUnless)
+            _releaseUnlessLink(removingIt: !byUnless)
             _removed(byUnless: byUnless)
         case .hopped(let unless):
             if unless.isCancelled { _removed(byUnless: true) } else { _run() }
@@ -122,19 +110,21 @@ class _Node: @unchecked Sendable {
     }
 
     @inline(__always)
-    private func _releaseCompanion(removingIt: Bool) {
-        guard let c = _companion else { return }
-        _companion = nil
-        if removingIt { c._removeQuietly() }
+    private func _releaseUnlessLink(removingIt: Bool) {
+        guard case .linked(let link) = _unlessLink else { return }
+        _unlessLink = .released
+        if removingIt { link._removeFromUnless() }
     }
 
-    /// Where `_run` must hop to under the threading contract: `_queue` if
-    /// set; else the main queue when registered on the main thread and
-    /// settled elsewhere; nil to run inline.
+    /// Where `_run` must hop to under the threading contract (`_policy`);
+    /// nil to run inline.
     @inline(__always)
     final var _hopQueue: DispatchQueue? {
-        if let q = _queue { return q }
-        return _mainSticky && !_isOnMain() ? DispatchQueue.main : nil
+        switch _policy {
+        case .queue(let q): return q
+        case .mainQueueUnlessThere: return _isOnMain() ? nil : DispatchQueue.main
+        case .inline, .inlineWhenSettled: return nil
+        }
     }
 
     /// Runs this node on `queue` (`_handle(.hopped)` there).
@@ -147,9 +137,9 @@ class _Node: @unchecked Sendable {
     @usableFromInline @inline(__always)
     final func _setThreading(_ queue: DispatchQueue?) {
         if let queue {
-            if queue !== DispatchQueue.completingThread { _queue = queue }
+            if queue !== DispatchQueue.completingThread { _policy = .queue(queue) }
         } else if _isOnMain() {
-            _mainSticky = true
+            _policy = .mainQueueUnlessThere
         }
     }
 }
