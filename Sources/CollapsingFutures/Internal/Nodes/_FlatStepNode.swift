@@ -12,8 +12,8 @@ import CCollapsingFutures
 /// `_FlattenNode` does otherwise): one allocation less per flatten step.
 /// Only when no `unless` link was ever made for it (`_unlessLink` is
 /// `.none`): such a link may still remove it from its first token after it
-/// ran. The
-/// forwarder phase is the one with `step` nil and `inputOrTarget` set.
+/// ran. The forwarder phase is the one with `step` nil and `inputOrTarget`
+/// set.
 ///
 /// `I` is the input's value type and `A` the function's argument: the same
 /// for `then`; `any Error` for `catch` and `Future<I>` for `finally` (whose

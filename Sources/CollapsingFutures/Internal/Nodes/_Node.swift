@@ -81,7 +81,7 @@ class _Node: @unchecked Sendable {
     /// in its list until a cleanup) holds nothing of the `unless` token's
     /// owner. A run whose threading says to hop re-checks `unless` when it
     /// arrives: a handler that cancels a later sibling's `unless` stops it
-    /// on the main queue as it does inline (the original re-checked
+    /// on the main queue as it does inline (the original library re-checks
     /// `unless` on the main thread for the same reason), and a
     /// continuation's output fails with `CancellationError`.
     @inline(__always)
@@ -133,9 +133,12 @@ class _Node: @unchecked Sendable {
         _hop(to: queue) { self._handle(.hopped(unless: unless)) }
     }
 
-    /// Records the threading contract for `_hopQueue`.
+    /// Records the threading contract for `_hopQueue`, on a node that has
+    /// none yet (the library's bookkeeping never gets one: its
+    /// `.inlineWhenSettled` must stay).
     @usableFromInline @inline(__always)
     final func _setThreading(_ queue: DispatchQueue?) {
+        assert({ if case .inline = _policy { true } else { false } }(), "a node's threading is recorded once")
         if let queue {
             if queue !== DispatchQueue.completingThread { _policy = .queue(queue) }
         } else if _isOnMain() {
