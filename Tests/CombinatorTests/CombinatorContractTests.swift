@@ -682,15 +682,15 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         let width = ProcessInfo.processInfo.activeProcessorCount
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        // Each blocker holds a global thread until `release` (10 s at most:
-        // the bound only keeps a failure from hanging the suite).
+        // Each blocker holds a global thread until `release` (within
+        // `patience`: the bound only keeps a failure from hanging the suite).
         for _ in 0..<width {
             DispatchQueue.global().async {
                 started.signal()
-                _ = release.wait(timeout: .now() + 10)
+                _ = release.wait(timeout: patienceDeadline())
             }
         }
-        for _ in 0..<width { _ = started.wait(timeout: .now() + 10) }
+        for _ in 0..<width { _ = started.wait(timeout: patienceDeadline()) }
         let canaryRan = Locked(false)
         DispatchQueue.global().async { canaryRan.withLock { $0 = true } }
         let done = DispatchSemaphore(value: 0)
@@ -704,8 +704,8 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
                 done.signal()
             }
         }
-        _ = done.wait(timeout: .now() + 10)
-        _ = done.wait(timeout: .now() + 10)
+        _ = done.wait(timeout: patienceDeadline())
+        _ = done.wait(timeout: patienceDeadline())
         for _ in 0..<width { release.signal() }
         return (ranFirst.withLock { $0 } == [true, true], timedOut.hasFailedWithTimeout,
                 delayed.result.flatMap { try? $0.get() })

@@ -8,13 +8,13 @@ import NIOPosix
 import Testing
 import TestSupport
 
-/// Blocks until `f` completes (10 s at most: the bound only keeps a hang
-/// from stopping the suite; a bridge that hangs fails `#expect`s here).
+/// Blocks until `f` completes (within `patience`: the bound only keeps a
+/// hang from stopping the suite; a bridge that hangs fails `#expect`s here).
 func outcome<T>(_ f: EventLoopFuture<T>) -> Result<T, any Error>? {
     let done = DispatchSemaphore(value: 0)
     let box = Locked<Result<T, any Error>?>(nil)
     f.whenComplete { r in box.withLock { $0 = r }; done.signal() }
-    _ = done.wait(timeout: .now() + 10)
+    _ = done.wait(timeout: patienceDeadline())
     return box.withLock { $0 }
 }
 

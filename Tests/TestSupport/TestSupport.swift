@@ -9,6 +9,9 @@ import Synchronization
 /// loaded machines, under sanitizers that slow every thread several times.
 public let patience: Duration = .seconds(60)
 
+/// `patience` from now, as a deadline for a semaphore's wait.
+public func patienceDeadline() -> DispatchTime { .now() + .seconds(Int(patience.components.seconds)) }
+
 /// Polls until `condition` holds or `patience` runs out, yielding to other
 /// tasks between polls.
 public func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
