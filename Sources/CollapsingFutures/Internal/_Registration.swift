@@ -40,8 +40,9 @@ func _ownTokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
 /// Links are always pushed after their node, so a node that found its
 /// token settled has an unpushed link: it is dropped, not removed (no
 /// token counts a removal of a node it never linked).
-/// Also called directly for a node with no `unless` link, no threading and
-/// no registration handed out (the flattening forwarder).
+/// Also called directly for nodes with no `unless` link and no threading:
+/// the flattening forwarder, `_failOnUnless`'s watch and an awaiting
+/// task's node (`_ResumeNode`).
 @usableFromInline @inline(__always)
 func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     let u = Unmanaged.passRetained(node)
@@ -271,7 +272,7 @@ func _failOnUnless(_ output: AnyObject, _ unlessOwner: AnyObject?) {
     guard let out = output as? any _ContinuationOutput else {
         fatalError("CollapsingFutures: a continuation's output must be a Future (got \(type(of: output)))")
     }
-    _ = CancelToken(_owner: uo)._add(_ContinuationNode(output: output) { _ in out._failCancelled() }, unless: .immortal)
+    _ = _register(uo, _ContinuationNode(output: output) { _ in out._failCancelled() })
 }
 
 /// Claims an unset future and makes it immortal (non-generic: C only); a
@@ -347,18 +348,19 @@ extension CancelToken {
         _whenSettledInline { for r in registrations { r.remove() } }
     }
 
-    /// Registers `node` with the optional `unless` link. Returns
-    /// CF_REG_ADDED, or the terminal state `_register` found and settled the
-    /// node for (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will).
-    /// Callers that hand out a registration build it from the node.
+    /// Registers `node` with its link on `unless`, which is not `.immortal`
+    /// (a node without a link takes `_register`). Returns CF_REG_ADDED, or
+    /// the terminal state `_register` found and settled the node for
+    /// (CF_REG_CANCELLED: it ran; CF_REG_IMMORTAL: it never will). Callers
+    /// that hand out a registration build it from the node.
     ///
     /// Order matters: the link is recorded before `node` is published
     /// (so its settler reads it race-free), and the link is pushed after
     /// `node` (so a link that fires always finds `node` in its list).
     @usableFromInline
-    func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool = false) -> Int32 {
+    func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool) -> Int32 {
         let owner = _owner.unsafelyUnwrapped
-        guard let uo = unless._owner else { return _register(owner, node) }
+        let uo = unless._owner.unsafelyUnwrapped
         let link = _UnlessNode(target: CancelRegistration(owner: owner, node: node), on: uo, removeOnDiscard: removeOnUnlessImmortal)
         node._unlessLink = .linked(link)
         let r = _register(owner, node)
