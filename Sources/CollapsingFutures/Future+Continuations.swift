@@ -93,7 +93,7 @@ extension Future {
     /// The collapsing `catch`'s step, `A` being `any Error`. Written in a
     /// generic function so that the closure's `f: (A) throws -> Future<Value>`
     /// parameter is emitted at the generic abstraction `_FlatStepNode.Step`
-    /// has: a closure literal with a concrete `any Error` there was wrapped
+    /// has: a closure literal with a concrete `any Error` there is wrapped
     /// in a reabstraction thunk, whose run allocates a thunk for `f` on
     /// every step. The casts are to the same type: no-ops once specialized.
     @inlinable

@@ -30,9 +30,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// future holds a value exactly when `_error` is nil.
     /// Not a `Result<Value, any Error>?` field: a generic class's deinit is
     /// never specialized, and destroying that field there looks up the
-    /// metadata of two derived generic types on every future (a third of a
-    /// `then`+set; DESIGN.md). `deinit` below needs only `Value`'s own
-    /// metadata, and nothing at all for a trivial `Value`.
+    /// metadata of two derived generic types on every future (DESIGN.md
+    /// gives the cost). `deinit` below needs only `Value`'s own metadata,
+    /// and nothing at all for a trivial `Value`.
     @exclusivity(unchecked) @usableFromInline var _words: (UInt, UInt) = (0, 0)
     @exclusivity(unchecked) @usableFromInline var _error: (any Error)?
     /// The flattening target (a `Future<Value>`), written once by the claim
@@ -165,8 +165,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     /// A copy of the `Value` in `_words` (inline storage only), through a
     /// read access: concurrent readers of a completed future do not
-    /// conflict (TSan reported two readers through `_wordsAddress`'s
-    /// modifying access as a race).
+    /// conflict (two readers through `_wordsAddress`'s modifying access
+    /// would be a race, and TSan says so).
     @inlinable var _inlineValue: Value {
         withUnsafePointer(to: _words) { UnsafeRawPointer($0).load(as: Value.self) }
     }

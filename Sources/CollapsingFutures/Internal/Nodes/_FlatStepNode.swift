@@ -18,7 +18,7 @@ import CCollapsingFutures
 /// `I` is the input's value type and `A` the function's argument: the same
 /// for `then`; `any Error` for `catch` and `Future<I>` for `finally` (whose
 /// `f`, stored at `A`'s generic abstraction, takes a reabstraction thunk:
-/// the allocation their body closure took before). Every collapsing step's
+/// one allocation, as a body closure's context would be). Every collapsing step's
 /// output is `_linkable`, so a retry loop built on any of them is linked
 /// level by level (`Future._link`).
 @usableFromInline
@@ -31,8 +31,8 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
 
     /// The input (a `Future<I>`) in the step phase; in the forwarder phase
     /// (`step` nil) the end of the chain `output` takes on (a `Future<R>`).
-    /// One field for both: with a separate `target` the node took 16 more
-    /// bytes of heap, on every level a flatten chain keeps.
+    /// One field for both: a separate `target` would take 16 more bytes of
+    /// heap, on every level a flatten chain keeps.
     @exclusivity(unchecked) @usableFromInline var inputOrTarget: AnyObject?
     @exclusivity(unchecked) @usableFromInline var f: ((A) throws -> Future<R>)?
     @exclusivity(unchecked) @usableFromInline var output: Future<R>?

@@ -44,7 +44,7 @@ class _Node: @unchecked Sendable {
 
     /// Inlinable, so that a subclass's initializer, inlined into the caller
     /// with the fields it stores, is not cut by an opaque call (around which
-    /// the optimizer kept an extra retain and release of every field).
+    /// the optimizer keeps an extra retain and release of every field).
     @inlinable @inline(__always) init() {
         // The list's reference is taken in `_register`. The callback
         // (`_nodeEvent`) finds this object from its `cf_node`, takes back
