@@ -13,8 +13,13 @@
  *                _setClaimed: the token word (resolved); _link (CLAIMED ->
  *                AWAITING, the claim CAS UNSET -> pointer, the token CAS
  *                0 -> LINKED, else a forwarder on us completing the linked
- *                future); otherwise flatten: walk (following targets and
- *                links), FLATTENING, walk, forwarder on the walk's end.
+ *                future; not tried when the other's claim is loaded
+ *                taken); otherwise flatten: walk (following targets and
+ *                links), FLATTENING, walk, then _linkInto when we were
+ *                CLAIMED and the walk's end is AWAITING (a root): our claim
+ *                FLATTENING -> pointer | TAKEN to the end, our token CAS
+ *                0 -> LINKED; else (or when that token CAS fails) a
+ *                forwarder on the walk's end.
  *   try_set      Future._trySet: claim, or _takeClaimThrough and complete
  *                the root.
  *   immortalize  _tryImmortalizeFuture: the same, settling immortal.
@@ -52,6 +57,12 @@
  *       linked into X); T1, Y's producer, sets Y to Z (through X's claim);
  *       T2, Z's source, sets Z to Y. X, Y's root, waits on Z, which waits
  *       on Y: every future ends immortal, found by the walks.
+ *   L4  Linking into a root (_linkInto): T0 sets X to Y and drops Y; T1,
+ *       Y's producer, sets Y to 1, makes it immortal or does nothing, then
+ *       drops Y; T2, Z's source (nothing registered on Z), sets Z to Y,
+ *       drops Y, then drops Z. Whichever of X and Z links Y first is the
+ *       root; the other links into it (Z's token; X, which its consumer
+ *       registered on, through the forwarder).
  * Producers. A linkable future is a step output, whose step node always
  * completes it or makes it immortal (it runs, is discarded, or its unless
  * fails it). Only a future with nothing registered on it can be dropped by
@@ -62,7 +73,8 @@
  * completes both.
  * -DWITNESS=k: the end state asserts that there were not k links with the
  * producer's value arriving; run.sh requires spin to refute it (k = 1 in
- * L1; k = 2 in L2: Y into X, then Z into X through Y's claim).
+ * L1; k = 2 in L2: Y into X, then Z into X through Y's claim; k = 1 in
+ * L4 counts a token linked by _linkInto).
  *
  * Properties, at the end state (all threads done, every reference dropped):
  *   R-1  X settles exactly once (asserted at every settle: every future at
@@ -73,6 +85,9 @@
  *        it, else it is discarded: never lost by a link.
  *   R-3  every reference a link took is released once (xrefs 0).
  *   R-4  no deadlock (spin's invalid end states).
+ *   R-5  a token is one step from its root: a token is linked only into one
+ *        that is not linked, and a future with a token linked into it never
+ *        links its own (asserted at every token link, and at the end).
  *
  * Mutants (-DMUT_*), each must be caught (run.sh mutants):
  *   TOKEN_FIRST  _link links the token before the claim CAS
@@ -82,6 +97,9 @@
  *   NO_RESOLVE   a registration does not resolve a linked token
  *   NO_ABANDON   deinit does not make an untaken link's root immortal
  *   WALK_NO_LINK _walk stops at a linked future instead of following its link
+ *   UP_NO_FALLBACK _linkInto registers no forwarder when the token CAS fails
+ *   UP_UNTAKEN   _linkInto leaves the claim it names untaken
+ *   UP_ANY_END   _linkInto links into any end, not only an AWAITING one
  */
 
 #define X 0
@@ -107,10 +125,10 @@
 #define HB           8   /* the holder's handler (on Y) */
 #define CB          16   /* the consumer's handler (on X) */
 
-#if defined(CFG_L1) || defined(CFG_L2) || defined(CFG_L3)
+#if defined(CFG_L1) || defined(CFG_L2) || defined(CFG_L3) || defined(CFG_L4)
 #define NP 3
 #else
-#error "select a configuration with -DCFG_L1, -DCFG_L2 or -DCFG_L3"
+#error "select a configuration with -DCFG_L1, -DCFG_L2, -DCFG_L3 or -DCFG_L4"
 #endif
 
 byte claim[NF];      /* cf_future.claim */
@@ -123,9 +141,10 @@ byte nsettle[NF];    /* ghost: settles */
 byte refs[NF];       /* strong references (X's consumer's not counted) */
 byte xrefs[NF];      /* references future f's link pointer holds on its root */
 bit linkable[NF];
+bit rooted[NF];      /* ghost: a token was linked into its token (R-5) */
 bit hreg, hran, hdisc, cran, cdisc;
 byte outcome;        /* ghost: the last producer set 1 (1), made it immortal (2), nothing (0) */
-byte nlink;          /* ghost: links done */
+byte nlink;          /* ghost: links done (L4: tokens linked by _linkInto) */
 byte ndone;
 
 /* A reference released by someone who did not create the future's last
@@ -277,8 +296,22 @@ inline walk(s, e) {
   skip   /* (a break may not jump into the caller's next d_step) */
 }
 
+/* cf_token_link(f into r): the token CAS 0 -> LINKED (tok_ok), with R-5 */
+inline token_link(f, r) {
+  d_step {                                                 /* link_cas */
+    tok_ok = (word[f] == PENDING && hl[f] == 0);
+    if
+    :: tok_ok -> assert(word[r] != W_LINKED && !rooted[f]); word[f] = W_LINKED; rooted[r] = 1   /* R-5 */
+    :: else -> skip
+    fi
+  }
+}
+
 /* Future._link(other) by me, whose claim the caller holds */
 inline link(other) {
+  d_step { pre = (claim[other] == F_UNSET) };              /* future_load: not linkable once claimed */
+  if
+  :: pre ->
   d_step { if :: claim[me] == F_CLAIMED -> claim[me] = F_AWAITING :: else -> skip fi };  /* future_claim (ours) */
 #if defined(MUT_TOKEN_FIRST)
   d_step { tok_ok = (word[other] == PENDING && hl[other] == 0); if :: tok_ok -> word[other] = W_LINKED; lroot[other] = me :: else -> skip fi };  /* MUTANT token-first */
@@ -297,10 +330,7 @@ inline link(other) {
 #if !defined(MUT_TOKEN_FIRST)
   if
   :: linked ->
-     d_step {                                              /* link_cas: cf_token_link */
-       tok_ok = (word[other] == PENDING && hl[other] == 0);
-       if :: tok_ok -> word[other] = W_LINKED :: else -> skip fi
-     };
+     token_link(other, me);
      if
      :: !tok_ok ->
 #if !defined(MUT_NO_FALLBACK)
@@ -313,7 +343,38 @@ inline link(other) {
   :: else -> skip
   fi;
 #endif
-  tok_ok = 0
+  :: else -> linked = 0
+  fi;
+  tok_ok = 0; pre = 0
+}
+
+/* Future._linkInto(e0) by me (FLATTENING, was CLAIMED): linked = whether
+   our token was linked; when not, the caller registers the forwarder */
+inline link_into(e0) {
+  linked = 0;
+  d_step { c = claim[e0] };                                /* future_load */
+#if defined(MUT_UP_ANY_END)
+  if :: c != F_LINK && c != F_LINK_TAKEN ->                /* MUTANT up-any-end */
+#else
+  if :: c == F_AWAITING ->
+#endif
+     d_step {                                              /* future_claim: FLATTENING -> pointer | TAKEN */
+       assert(claim[me] == F_FLATTENING);
+#if defined(MUT_UP_UNTAKEN)
+       claim[me] = F_LINK;                                 /* MUTANT up-untaken */
+#else
+       claim[me] = F_LINK_TAKEN;
+#endif
+       lroot[me] = e0; xrefs[me]++; refs[e0]++
+     };
+     token_link(me, e0);
+     if :: tok_ok -> linked = 1; nlink++ :: else -> skip fi;
+#if defined(MUT_UP_NO_FALLBACK)
+     if :: !tok_ok -> linked = 1 :: else -> skip fi;       /* MUTANT up-no-fallback */
+#endif
+     tok_ok = 0
+  :: else -> skip
+  fi
 }
 
 /* Future._setFuture(other) on f */
@@ -338,7 +399,12 @@ inline set_future(f, other) {
         linked = 0;
         if :: w == PENDING && wh == 0 && linkable[other] -> link(other) :: else -> skip fi;
         if
-        :: linked -> nlink++
+        :: linked ->
+#if !defined(CFG_L4)
+           nlink++
+#else
+           skip
+#endif
         :: else ->
            walk(other, s0);
            if
@@ -346,13 +412,17 @@ inline set_future(f, other) {
            :: else ->
               d_step {                                     /* _publishTarget; future_claim -> FLATTENING */
                 assert(claim[me] == F_CLAIMED || claim[me] == F_AWAITING);
+                fresh = (claim[me] == F_CLAIMED);
                 target[me] = s0 + 1; claim[me] = F_FLATTENING
               };
               walk(s0, e0);
               if
               :: e0 == NONE -> cw = W_IMMORTAL; cascade(me)
-              :: else -> register(e0, 1 << me, me)         /* the forwarder */
-              fi
+              :: else ->
+                 if :: fresh -> link_into(e0) :: else -> skip fi;
+                 if :: !linked -> register(e0, 1 << me, me) :: else -> skip fi   /* the forwarder */
+              fi;
+              fresh = 0
            fi
         fi
      fi
@@ -384,7 +454,7 @@ inline drop(f) {
 
 proctype Thread(byte tid) {
   byte todo, first, g, pend, cw, cv, c, t, tg, w, wh, me, s0, e0, e, wn;
-  bit won, linked, tok_ok, last;
+  bit won, linked, tok_ok, last, pre, fresh;
   byte rdone;
 #if defined(CFG_L1)
   if
@@ -412,10 +482,22 @@ proctype Thread(byte tid) {
      fi;
      drop(Z)
   fi;
-#else
+#elif defined(CFG_L3)
   if
   :: tid == 0 -> set_future(X, Y); drop(Y)
   :: tid == 1 -> set_future(Y, Z); drop(Z); drop(Y)
+  :: tid == 2 -> set_future(Z, Y); drop(Y); drop(Z)
+  fi;
+#else
+  if
+  :: tid == 0 -> set_future(X, Y); drop(Y)
+  :: tid == 1 ->
+     if
+     :: outcome = 1; try_set(Y, 1)
+     :: outcome = 2; immortalize(Y)
+     :: outcome = 0
+     fi;
+     drop(Y)
   :: tid == 2 -> set_future(Z, Y); drop(Y); drop(Z)
   fi;
 #endif
@@ -423,7 +505,7 @@ proctype Thread(byte tid) {
 }
 
 init {
-  byte i;
+  byte i, g;
   d_step {
     hl[X] = CB;                    /* X's consumer */
     linkable[Y] = 1;
@@ -433,9 +515,13 @@ init {
     linkable[Z] = 1;
     refs[Y] = 2;                   /* T0's, T1's (Y's step) */
     refs[Z] = 2                    /* T1's (the function's result), T2's (its step) */
-#else
+#elif defined(CFG_L3)
     refs[Y] = 3;                   /* T0's, T1's (Y's step), T2's (Z's set) */
     refs[Z] = 2                    /* T1's (what Y's step returned), T2's (Z's source) */
+#else
+    linkable[Z] = 0;
+    refs[Y] = 3;                   /* T0's, T1's (its producer), T2's (Z's set) */
+    refs[Z] = 1                    /* T2's (Z's source and holder) */
 #endif
   };
 #if defined(CFG_L1)
@@ -446,18 +532,39 @@ init {
   d_step {
     i = 0;
     do
-    :: i < NF -> assert(xrefs[i] == 0); i++                /* R-3 */
+    :: i < NF ->
+       assert(word[i] != W_LINKED || word[lroot[i]] != W_LINKED);   /* R-5 */
+       /* R-3; X, whose consumer holds it, may still hold its link's
+          reference (_linkInto) */
+       assert(i == X || xrefs[i] == 0);
+       i++
     :: else -> break
     od;
-#if defined(CFG_L3)
+#if defined(CFG_L4)
+    i = 0;
+    do
+    :: i < NF -> assert(refs[i] == ((xrefs[X] > 0 && lroot[X] == i) -> 1 : 0)); i++   /* R-3 */
+    :: else -> break
+    od;
+    /* R-1: X settles once (its consumer's handler keeps it from linking its
+       token), and Z, resolved, ends as X does */
+    assert(nsettle[X] == 1);
+    assert(outcome != 1 || (word[X] == W_CANCELLED && val[X] == 1 && cran && !cdisc));
+    assert(outcome == 1 || (word[X] == W_IMMORTAL && cdisc && !cran));
+    g = ((word[Z] == W_LINKED) -> lroot[Z] : Z);
+    assert(word[g] == word[X] && (word[X] != W_CANCELLED || val[g] == 1));
+#if defined(WITNESS)
+    assert(!(nlink >= WITNESS && outcome == 1))
+#endif
+#elif defined(CFG_L3)
     /* R-1: the cycle X -> Z -> Y -> X is found, every future immortal */
     assert(word[X] == W_IMMORTAL && cdisc && !cran);
-    assert(word[Z] == W_IMMORTAL);
-    assert(word[Y] == W_IMMORTAL || word[Y] == W_LINKED)
+    assert(word[Z] == W_IMMORTAL || (word[Z] == W_LINKED && word[lroot[Z]] == W_IMMORTAL));
+    assert(word[Y] == W_IMMORTAL || (word[Y] == W_LINKED && word[lroot[Y]] == W_IMMORTAL))
 #else
     i = 0;
     do
-    :: i < NF -> assert(refs[i] == 0); i++                 /* R-3 */
+    :: i < NF -> assert(refs[i] == ((xrefs[X] > 0 && lroot[X] == i) -> 1 : 0)); i++   /* R-3 */
     :: else -> break
     od;
     /* R-1 */

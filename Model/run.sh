@@ -50,6 +50,7 @@ CONFIGS=(
   "link1|-DCFG_L1|safety|-w20|link.pml"
   "link2|-DCFG_L2|safety|-w20|link.pml"
   "link3|-DCFG_L3|safety|-w22|link.pml"
+  "link4|-DCFG_L4|safety|-w20|link.pml"
 )
 
 # name | configuration flags | mutant flag | what it mirrors
@@ -82,6 +83,9 @@ MUTANTS=(
   "no-resolve|-DCFG_L1|-DMUT_NO_RESOLVE|a registration does not resolve a linked token|link.pml"
   "no-abandon|-DCFG_L1|-DMUT_NO_ABANDON|deinit does not make an untaken link's root immortal|link.pml"
   "walk-no-link|-DCFG_L3|-DMUT_WALK_NO_LINK|_walk stops at a linked future instead of following its link|link.pml"
+  "up-no-fallback|-DCFG_L4|-DMUT_UP_NO_FALLBACK|_linkInto registers no forwarder when a handler came first|link.pml"
+  "up-untaken|-DCFG_L4|-DMUT_UP_UNTAKEN|_linkInto leaves the claim it names untaken|link.pml"
+  "up-any-end|-DCFG_L2|-DMUT_UP_ANY_END|_linkInto links into any end of a walk, not only a root|link.pml"
 )
 
 now() { date +%s.%N; }
@@ -210,6 +214,12 @@ check)
       "link$w reaches $w link(s) completing X with the producer's value" \
       "link$w never completes X through $w link(s)"
   done
+  # link4 must reach a token linked into a root by _linkInto with the
+  # producer's value arriving.
+  reach "$out/reach-link4" "-DCFG_L4 -DWITNESS=1" "-w20" link.pml \
+    '^pan:1: assertion violated .*nlink>=' \
+    "link4 reaches a token linked into a root (_linkInto) with the producer's value" \
+    "link4 never links a token into a root"
   ;;
 mutants)
   killed=0; survived=0

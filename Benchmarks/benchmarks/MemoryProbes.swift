@@ -26,6 +26,8 @@ struct MemoryProbe: Sendable {
             MemoryProbe(name: "catch retry chain", impl: "lockfree", item: "level", items: deep) {
                 flattenChainGrowth(depth: $0, viaCatch: true)
             },
+            MemoryProbe(name: "retry loop over synchronous failures", impl: "lockfree", item: "level", items: deep,
+                        grow: synchronousRetryGrowth),
             MemoryProbe(name: "flatten chain built outwards", impl: "lockfree", item: "level", items: outward,
                         grow: outwardChainGrowth),
             MemoryProbe(name: "pending future with one then", impl: "lockfree", item: "future", items: deep,
@@ -86,6 +88,27 @@ func residentBytes() -> Int {
     while let s = steps.pending.popLast() { if viaCatch { s.trySetFailure(error) } else { s.trySetResult(0) } }
     precondition(f.forceGetResult() == depth)
     return steps.deepest - before
+}
+
+/// The README's retry loop when the call it retries fails synchronously (a
+/// cached error, a validation failure): `fetch(attempt)` has failed already
+/// until `attempt` reaches `depth`. It runs inline in bounded batches
+/// (Threading.md, "Work started inside a handler", rule 4); the growth at the
+/// innermost level, where every level still kept is alive.
+@Sendable func synchronousRetryGrowth(depth: Int) -> Int {
+    final class Deepest: @unchecked Sendable { var bytes = 0 }
+    let deepest = Deepest()
+    let before = residentBytes()
+    @Sendable func fetch(_ attempt: Int) -> Future<Int> {
+        if attempt < depth { return .failed(CancellationError()) }
+        deepest.bytes = residentBytes()
+        return .succeeded(attempt)
+    }
+    @Sendable func fetchWithRetry(_ attempt: Int) -> Future<Int> {
+        fetch(attempt).catch { (_: any Error) -> Future<Int> in fetchWithRetry(attempt + 1) }
+    }
+    precondition(fetchWithRetry(0).forceGetResult() == depth)
+    return deepest.bytes - before
 }
 
 /// A chain built outwards (each new future set to the previous one), measured

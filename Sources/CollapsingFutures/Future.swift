@@ -89,10 +89,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // Our own word: a linked future's outcome is its root's, never stored here.
         let w = cf_token_load(_ownTptr)
         guard w & _wCancelled != 0 else { _abandon(word: w); return }
-        // Completed itself, yet linked: a handler came before the link, and
-        // the forwarder on the root completed it. (Only step outputs link;
-        // a plain load: nothing else can touch the claim word any more.)
-        if _linkable && _fptr.pointee.claim >= UInt(CF_F_LINK_MIN) { _dropLink() }
+        // Completed itself, yet its claim word names a root: a handler came
+        // before the token link, and the forwarder on the root completed
+        // it. (A plain load: nothing else can touch the claim word any more.)
+        if _fptr.pointee.claim >= UInt(CF_F_LINK_MIN) { _dropLink() }
         // Completed: a success value is stored exactly when there is no error.
         guard _error == nil else { return }
         if Self._inline {
@@ -107,7 +107,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// (`_settleAbandoned`), then its link goes (`_dropLink`).
     @usableFromInline func _abandon(word w: UInt) {
         _settleAbandoned(_ownTptr, word: w)
-        if _linkable { _dropLink() }
+        _dropLink()
     }
 
     /// `deinit` of a linked future: releases the reference its claim word
@@ -444,9 +444,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // (store-buffering: the walk's loads must not pass this store).
         // From CLAIMED or AWAITING: only the claim holder (us) writes the
         // word now, so the value loaded is the one to replace.
-        cf_future_claim(_fptr, cf_future_claim_load(_fptr), UInt(CF_F_FLATTENING))
+        let claimed = cf_future_claim_load(_fptr)
+        cf_future_claim(_fptr, claimed, UInt(CF_F_FLATTENING))
         let (end, after) = _walk(from: start)
         guard let end else { _ = _immortalizeClaimed(); return before + after }
+        // CLAIMED: nothing is linked into us (AWAITING says something is).
+        if claimed == UInt(CF_F_CLAIMED) && _linkInto(end) { return before + after }
         _ = _register(end, forwarder(self, end))
         return before + after
     }
@@ -472,6 +475,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// completes `other` with our outcome. The claim word's pointer is an
     /// edge to us for cycle walkers either way (`_walk`).
     @usableFromInline func _link(_ other: Future) -> Bool {
+        // Claimed already (a root, or someone's claim holder): not linkable,
+        // and we stay CLAIMED, which lets us link into it instead
+        // (`_linkInto`). A claim taken after this load fails the CAS below.
+        guard cf_future_claim_load(other._fptr) == UInt(CF_F_UNSET) else { return false }
         // Reported flattening from now on. We hold our claim, so nobody else
         // writes the word; full CAS, published by the link below.
         if cf_future_claim_load(_fptr) == UInt(CF_F_CLAIMED) {
@@ -488,6 +495,41 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             _ = _register(self, _FlattenNode(output: other, target: self))
         }
         return true
+    }
+
+    /// Links us into `end`, the end of our chain, instead of registering a
+    /// forwarder on it, when `end` is a root (AWAITING: others are linked
+    /// into it, and a future that is not CLAIMED when it is set never links
+    /// itself): our claim word names `end` with a reference to it, taken
+    /// (CF_F_TAKEN: nobody completes us but `end`), and our token is linked
+    /// into its token, so we keep nothing of ours on `end` and are freed as
+    /// soon as our holders are done with us. That is what keeps a retry
+    /// loop over synchronous failures from keeping a forwarder and a future
+    /// per level: unwinding its inline runs sets each level's output to the
+    /// inner one, already a root.
+    ///
+    /// We are FLATTENING, with nothing linked into us (our caller was
+    /// CLAIMED), and our walk after publishing found no cycle through us.
+    /// Of the threads closing a cycle, one whose walk sees it makes itself
+    /// immortal without linking, so these references never form a cycle
+    /// among futures. (With the fallback forwarder, `end`'s list holds us
+    /// while we hold `end`: until `end` settles, as any forwarder holds its
+    /// output; `end`'s linked futures settle it when they complete or die.)
+    /// Returns whether our token is linked; if not (`end` is not a root, or
+    /// a handler was registered on us meanwhile), the caller registers the
+    /// forwarder, which completes us. `end` can never be linked itself: only
+    /// an UNSET claim links (`_link`), and an AWAITING future never links
+    /// (see above), so a token is one step from its root, as
+    /// `cf_token_resolve` needs.
+    @usableFromInline func _linkInto(_ end: Future) -> Bool {
+        guard cf_future_claim_load(end._fptr) == UInt(CF_F_AWAITING) else { return false }
+        // Our claim word, which only we write: FLATTENING -> `end` | TAKEN.
+        // Full CAS: walkers that see it follow it as they followed the
+        // target, and it orders our earlier writes for them.
+        let e = UInt(bitPattern: Unmanaged.passRetained(end).toOpaque())
+        cf_future_claim(_fptr, UInt(CF_F_FLATTENING), e | UInt(CF_F_TAKEN))
+        // Full CAS from the empty word: fails if a handler came first.
+        return cf_token_link(_ownTptr, end._ownTptr) != 0
     }
 
     /// Records `target` as ours (the claim holder, once, before publishing

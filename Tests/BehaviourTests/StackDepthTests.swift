@@ -10,7 +10,7 @@ import TestSupport
 
 /// Continuations registered on completed futures run inline, but never by
 /// native recursion past a small bound: deeper, they wait on the calling
-/// thread's drain (Threading.md, "Inline runs and stack depth"). The nesting
+/// thread's drain (Threading.md, "Work started inside a handler", rule 4). The nesting
 /// is counted: how many user closures are on the stack at once.
 @Suite struct StackDepth {
     struct Unavailable: Error {}

@@ -164,6 +164,12 @@ enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
 ///                    registered on it first: then a forwarder on `root`
 ///                    completes it. So a tail-recursive flatten chain keeps
 ///                    no future per level (Future._link in the Swift layer).
+///                    Also written, with CF_F_TAKEN, by a future's own claim
+///                    holder in place of FLATTENING, when the end of the
+///                    chain it was set to is AWAITING (Future._linkInto): its
+///                    outcome is `root`'s, and its token is linked the same
+///                    way. A future with a token linked into it never links
+///                    its own, so a token is one step from its root.
 /// The word never returns to UNSET.
 enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2, CF_F_AWAITING = 3,
        CF_F_LINK_MIN = 16, CF_F_TAKEN = 1 };

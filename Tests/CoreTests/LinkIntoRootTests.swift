@@ -1,0 +1,123 @@
+@_spi(Testing) @testable import CollapsingFutures
+import Dispatch
+import Testing
+import TestSupport
+
+/// `Future._linkInto`: a future set to a chain whose end is a root (a step
+/// output others are linked into) links its token into that root instead
+/// of registering a forwarder on it, so the root keeps nothing of it.
+@Suite struct LinkIntoRoot {
+    /// A root: `x`, a step output that linked `y` (another step output,
+    /// still pending, completed through `gate`) into itself. `y`'s step
+    /// returns `box.next` when given one, else `gate`'s value plus one.
+    final class Root: @unchecked Sendable {
+        let gate = FutureSource<Int>()
+        var next: Future<Int>?
+        let x: Future<Int>
+        let y: Future<Int>
+        init() {
+            let box = Box()
+            y = gate.future.then { (v: Int) -> Future<Int> in box.root?.next ?? .succeeded(v + 1) }
+            let y = y
+            x = Future<Int>.succeeded(0).then { (_: Int) -> Future<Int> in y }
+            box.root = self
+        }
+        final class Box: @unchecked Sendable { weak var root: Root? }
+    }
+
+    @Test func aFutureSetToARootLinksIntoItAndKeepsNothingThere() {
+        let root = Root()
+        #expect(root.x.state == .flattening)
+        #expect(root.x.completionToken._linkedNodeCount == 0)
+        let z = FutureSource<Int>()
+        #expect(z.trySetResult(root.y))
+        // Linked, not forwarded: nothing was registered on the root.
+        #expect(root.x.completionToken._linkedNodeCount == 0)
+        #expect(z.future.state == .flattening)
+        #expect(!z.trySetResult(1))
+        let seen = Log<Int>()
+        z.future.thenDo { seen.append($0) }
+        // Registered on the root's token, where the outcome arrives.
+        #expect(root.x.completionToken._liveRegistrationCount == 1)
+        root.gate.trySetResult(6)
+        #expect(z.future.forceGetResult() == 7 && root.x.forceGetResult() == 7)
+        #expect(seen.all == [7])
+    }
+
+    @Test func aHandlerRegisteredFirstIsCompletedByAForwarder() {
+        let root = Root()
+        let z = FutureSource<Int>()
+        let seen = Log<Int>()
+        z.future.thenDo { seen.append($0) }
+        #expect(z.trySetResult(root.y))
+        #expect(root.x.completionToken._linkedNodeCount == 1)
+        root.gate.trySetResult(1)
+        #expect(z.future.forceGetResult() == 2)
+        #expect(seen.all == [2])
+    }
+
+    /// With a forwarder, the root's list would keep every future set to it
+    /// until it completes; linked, a future goes with its last holder.
+    @Test func aLinkedFutureIsFreedWhileItsRootIsPending() {
+        final class Weak: @unchecked Sendable { weak var future: Future<Int>? }
+        let root = Root()
+        let watched = Weak()
+        do {
+            let z = FutureSource<Int>()
+            z.trySetResult(root.y)
+            watched.future = z.future
+            #expect(watched.future != nil)
+        }
+        #expect(watched.future == nil)
+        #expect(root.x.state == .flattening)
+        root.gate.trySetResult(2)
+        #expect(root.x.forceGetResult() == 3)
+    }
+
+    @Test func aFutureLinkedIntoARootThatBecomesImmortalIsImmortal() {
+        var root: Root? = Root()
+        let x = root!.x
+        let z = FutureSource<Int>()
+        z.trySetResult(root!.y)
+        let freed = Counter()
+        do {
+            let captured = Tracked(freed)
+            z.future.thenDo { _ in captured.touch() }
+        }
+        root = nil  // `gate`'s source dies unset: `y`, then `x`, become immortal
+        #expect(x.state == .immortal)
+        #expect(z.future.state == .immortal)
+        #expect(freed.value == 1)
+        #expect(throws: FutureError.immortal) { try z.future.wait() }
+    }
+
+    /// The root's own chain closed back through a future linked into it:
+    /// the cycle is found and every future in it becomes immortal.
+    @Test func aCycleThroughALinkedFutureIsImmortal() {
+        let root = Root()
+        let z = FutureSource<Int>()
+        z.trySetResult(root.y)
+        root.next = z.future
+        root.gate.trySetResult(0)  // `y`'s step returns `z`: x -> z -> x
+        #expect(root.x.state == .immortal)
+        #expect(root.y.state == .immortal)
+        #expect(z.future.state == .immortal)
+    }
+
+    /// A registration racing the link: the handler runs once, with the
+    /// value, whichever of the two came first.
+    @Test func aHandlerRacingTheLinkRunsOnce() {
+        for _ in 0..<2_000 {
+            let root = Root()
+            let z = FutureSource<Int>()
+            let seen = Log<Int>()
+            let group = DispatchGroup()
+            DispatchQueue.global().async(group: group) { z.future.thenDo { seen.append($0) } }
+            DispatchQueue.global().async(group: group) { z.trySetResult(root.y) }
+            #expect(group.wait(timeout: patienceDeadline()) == .success)
+            root.gate.trySetResult(4)
+            #expect(z.future.forceGetResult() == 5)
+            #expect(seen.all == [5])
+        }
+    }
+}
