@@ -21,9 +21,11 @@ extension Future {
     /// if `unless` is cancelled first (the timer is cancelled and `value`
     /// released at once).
     ///
-    /// A zero delay returns an already-completed future. A delay of 100
-    /// years or more never fires: the result is immortal unless `unless`
-    /// can still cancel it. A negative delay is a programming error.
+    /// A zero delay returns a future that already succeeded, even when
+    /// `unless` is already cancelled (the delay is checked first, as
+    /// `withTimeout` checks a zero timeout). A delay of 100 years or more
+    /// never fires: the result is immortal unless `unless` can still cancel
+    /// it. A negative delay is a programming error.
     public static func delayed(_ value: Value, by delay: Duration, unless: CancelToken = .immortal) -> Future {
         _Delay.check(delay, "delay", of: "Future.delayed(_:by:unless:)")
         if delay == .zero { return .succeeded(value) }

@@ -245,7 +245,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     // MARK: construction
 
-    /// A future that already succeeded with `value`.
+    /// A future that already succeeded with `value`. Disfavored, so that
+    /// `Future.succeeded(f)` with `f` a future collapses (below) rather than
+    /// being ambiguous with a future of a future.
+    @_disfavoredOverload
     @inlinable public static func succeeded(_ value: Value) -> Future { Future(_result: .success(value)) }
     /// Collapses: returns `future` itself, which is equivalent.
     public static func succeeded(_ future: Future) -> Future { future }

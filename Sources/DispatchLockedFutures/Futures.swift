@@ -19,6 +19,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     init(_result r: Result<Value, any Error>) { _t = _TokenState(.cancelled); _result = r; _claim = 1 }
     init(_immortal: ()) { _t = _TokenState(.immortal); _claim = 1 }
 
+    @_disfavoredOverload  // `Future.succeeded(f)` collapses, as in the library
     public static func succeeded(_ value: Value) -> Future { Future(_result: .success(value)) }
     public static func succeeded(_ future: Future) -> Future { future }
     public static func failed(_ error: any Error) -> Future { Future(_result: .failure(error)) }

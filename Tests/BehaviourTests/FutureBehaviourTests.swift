@@ -27,6 +27,16 @@ import Foundation
         #expect(f.forceGetResult() == 3)
     }
 
+    /// Written without the type: the collapsing form is chosen, not a
+    /// future of a future (which would make the call ambiguous).
+    @Test func succeededWithAFutureCollapsesWithoutAType() {
+        let s = FutureSource<Int>()
+        let f = Future.succeeded(s.future)
+        #expect(f === s.future)
+        let nested = Future<Future<Int>>.succeeded(s.future)
+        #expect(nested.forceGetResult() === s.future)
+    }
+
     @Test func failedHasFailure() {
         let f = Future<Int>.failed(TestError(code: 4))
         #expect(f.state == .failed)
