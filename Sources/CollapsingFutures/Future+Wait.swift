@@ -16,7 +16,10 @@ extension Future {
     ///   queue yourself, and main-actor work (a continuation `on:
     ///   MainActor.shared` is a task), wait until the main thread is free:
     ///   Dispatch offers no public way to run the main queue from a thread
-    ///   that waits.
+    ///   that waits. So on the main thread, do not wait for a future that
+    ///   main-actor work completes (a `Future { … }` created in main-actor
+    ///   code, such as a script's top level): debug builds say so on
+    ///   standard error after the main thread has blocked here for a second.
     /// - Inside a handler or continuation it may block too, but the
     ///   callbacks queued behind that one on this thread (its later
     ///   siblings, what it started) run only after it returns: if one of
@@ -42,18 +45,36 @@ extension Future {
         // The semaphore counts every signal (the settle, and each hop sent
         // while this waits), so none is lost between a check and the wait.
         var told = queuedBehind == 0
+        #if DEBUG
+        var toldMain = !onMain
+        #else
+        let toldMain = true
+        #endif
         while _word & (_wCancelled | _wImmortal) == 0 {
             if onMain, _MainQueueHops.runOldest() { continue }
-            if told {
+            if told && toldMain {
                 wake.wait()
             } else if wake.wait(timeout: .now() + .seconds(1)) == .timedOut {
-                told = true
-                _debugLog("""
-                    CollapsingFutures: Future.wait() has blocked for a second inside a handler or continuation \
-                    while \(queuedBehind) callback(s) queued behind it on this thread wait for it to return: if \
-                    one of them completes \(self), this wait never ends. Register a continuation (then, thenDo, \
-                    finallyDo) instead of blocking in one.
-                    """)
+                if !told {
+                    told = true
+                    _debugLog("""
+                        CollapsingFutures: Future.wait() has blocked for a second inside a handler or continuation \
+                        while \(queuedBehind) callback(s) queued behind it on this thread wait for it to return: if \
+                        one of them completes \(self), this wait never ends. Register a continuation (then, thenDo, \
+                        finallyDo) instead of blocking in one.
+                        """)
+                } else {
+                    #if DEBUG
+                    toldMain = true
+                    _debugLog("""
+                        CollapsingFutures: Future.wait() has blocked the main thread for a second, waiting for \
+                        \(self). Main-actor work (a Future { … } or Task created in main-actor code, such as a \
+                        script's top level; a continuation on MainActor.shared) and blocks queued on the main queue \
+                        cannot run until it returns: if that future waits for one of them, this wait never ends. \
+                        Create that work off the main actor, or await future.get() instead.
+                        """)
+                    #endif
+                }
             }
         }
         if let r = result { return try r.get() }

@@ -274,6 +274,21 @@ public func waitInHandlerExample(seconds: Int) -> [String] {
     return out.all
 }
 
+// MARK: wait for main-actor work — blocking the main thread it needs.
+
+/// On the main thread, waits for a future whose work runs on the main actor,
+/// which cannot run while the main thread blocks; debug builds say so after
+/// a second (on standard error), and this gives up after `seconds` from
+/// another thread.
+public func waitForMainActorExample(seconds: Int) -> [String] {
+    let out = Lines()
+    let giveUp = CancelTokenSource()
+    let answer = Future<Int>(until: giveUp.token) { @MainActor in 42 }
+    Thread.detachNewThread { sleep(UInt32(seconds)); giveUp.cancel() }
+    do { out.say("waited: \(try answer.wait())") } catch { out.say("gave up: \(type(of: error))") }
+    return out.all
+}
+
 // MARK: misuse — what a programming error prints (in release builds too:
 // the library stops with `fatalError`, whose message survives -O).
 

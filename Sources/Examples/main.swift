@@ -2,7 +2,7 @@
 // names: address-book, pipeline, retry, retry-failures, race, controller, view-model, and the
 // main-thread ones: main-queue, blocked-main, client-wait, client-semaphore;
 // nio-bridge (built with the package's NIO trait);
-// wait-in-handler (warns after a second, gives up after two);
+// wait-in-handler, wait-for-main-actor (warn after a second, give up after two);
 // `misuse <backoff-nan|negative-delay|force-get-pending|retry-negative-delay>` dies
 // with the library's message; none: all but the main-thread ones.
 import ExampleKit
@@ -18,13 +18,15 @@ let names = Array(CommandLine.arguments.dropFirst())
 //   for with wait(), which runs them;
 // - client-semaphore: the same with a semaphore of the user's own: nothing
 //   runs the retries, and debug builds say so on standard error;
-// - wait-in-handler: a handler waiting for what its later sibling does.
+// - wait-in-handler: a handler waiting for what its later sibling does;
+// - wait-for-main-actor: the main thread waiting for main-actor work.
 let onTheMainThread: KeyValuePairs<String, () -> [String]> = [
     "main-queue": mainQueueExample,
     "blocked-main": blockedMainExample,
     "client-wait": clientWaitExample,
     "client-semaphore": { clientSemaphoreExample(seconds: 3) },
     "wait-in-handler": { waitInHandlerExample(seconds: 2) },
+    "wait-for-main-actor": { waitForMainActorExample(seconds: 2) },
 ]
 if names.count == 1, let example = onTheMainThread.first(where: { $0.key == names[0] }) {
     print("== \(example.key)")

@@ -104,6 +104,19 @@ import Testing
                 "stderr: \(errors)")
     }
 
+    /// The main thread waiting for work that runs on the main actor cannot
+    /// see it complete; a debug build says why on standard error instead of
+    /// hanging silently. Here another thread ends the wait.
+    @Test func waitingOnTheMainThreadForMainActorWorkIsExplained() throws {
+        let (status, lines, errors) = try runExamples("wait-for-main-actor")
+        #expect(status == 0)
+        #expect(lines == ["== wait-for-main-actor", "gave up: CancellationError"])
+        #if DEBUG
+        #expect(errors.contains { $0.contains("Future.wait() has blocked the main thread for a second") },
+                "stderr: \(errors)")
+        #endif
+    }
+
     /// Misuse stops the process with a message naming the function and the argument.
     @Test(arguments: [
         ("backoff-nan", "Future.retrying(upTo:baseTimeout:backoff:until:_:): backoff must be finite and not negative (got nan)"),
