@@ -122,7 +122,9 @@ let patient = Future<Int>.retrying(upTo: 3, delay: .seconds(1)) { token in
 }
 
 // Block a thread (a command-line tool's main, a test) until a future completes.
-// On the main thread it runs what waits for the main queue meanwhile; it throws
+// On the main thread it runs the handlers and continuations bound for the main
+// queue meanwhile, but not main-actor work: there, do not wait for a
+// `Future { … }` made in main-actor code (a script's top level). It throws
 // FutureError.immortal instead of waiting for a future that can never complete.
 let both = try Future.all([doubled, guarded]).wait()   // [42, 22]
     return (doubled.forceGetResult(), guarded, all, fastest, robust, patient, both)
