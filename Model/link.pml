@@ -63,6 +63,14 @@
  *       drops Y, then drops Z. Whichever of X and Z links Y first is the
  *       root; the other links into it (Z's token; X, which its consumer
  *       registered on, through the forwarder).
+ *   L5  A root set again through its claim, to a chain ending at another
+ *       root (a retry loop's consecutive batches), with a fourth future W
+ *       (a step output) and no consumer on X: T0 sets X to Y and drops Y;
+ *       T1 sets Z (its consumer registered on it) to W and drops W; T2, Y's
+ *       step, sets Y to W (through X's claim when Y is linked), then, W's
+ *       producer, sets W to 1, makes it immortal or does nothing, and drops
+ *       W and Y. Every future ends with W's outcome; X, once others are
+ *       linked into it, must not link its own token (R-5).
  * Producers. A linkable future is a step output, whose step node always
  * completes it or makes it immortal (it runs, is discarded, or its unless
  * fails it). Only a future with nothing registered on it can be dropped by
@@ -74,7 +82,8 @@
  * -DWITNESS=k: the end state asserts that there were not k links with the
  * producer's value arriving; run.sh requires spin to refute it (k = 1 in
  * L1; k = 2 in L2: Y into X, then Z into X through Y's claim; k = 1 in
- * L4 counts a token linked by _linkInto).
+ * L4 counts a token linked by _linkInto; in L5, that a root others were
+ * linked into was set to a chain ending at another root).
  *
  * Properties, at the end state (all threads done, every reference dropped):
  *   R-1  X settles exactly once (asserted at every settle: every future at
@@ -100,12 +109,18 @@
  *   UP_NO_FALLBACK _linkInto registers no forwarder when the token CAS fails
  *   UP_UNTAKEN   _linkInto leaves the claim it names untaken
  *   UP_ANY_END   _linkInto links into any end, not only an AWAITING one
+ *   UP_NOT_FRESH _linkInto also from a future that was AWAITING when set
  */
 
 #define X 0
 #define Y 1
 #define Z 2
+#define W 3
+#if defined(CFG_L5)
+#define NF 4
+#else
 #define NF 3
+#endif
 #define NONE 9
 
 #define F_UNSET      0   /* CF_F_UNSET */
@@ -121,14 +136,14 @@
 #define W_LINKED     8   /* CF_W_LINKED: lroot[f]'s token */
 
 /* handler bits of a token's set: bit f (f < NF) is future f's forwarder */
-#define FWD_MASK     7
-#define HB           8   /* the holder's handler (on Y) */
-#define CB          16   /* the consumer's handler (on X) */
+#define FWD_MASK     ((1 << NF) - 1)
+#define HB           (1 << NF)   /* the holder's handler (on Y) */
+#define CB           (2 << NF)   /* the consumer's handler (on X; on Z in L5) */
 
-#if defined(CFG_L1) || defined(CFG_L2) || defined(CFG_L3) || defined(CFG_L4)
+#if defined(CFG_L1) || defined(CFG_L2) || defined(CFG_L3) || defined(CFG_L4) || defined(CFG_L5)
 #define NP 3
 #else
-#error "select a configuration with -DCFG_L1, -DCFG_L2, -DCFG_L3 or -DCFG_L4"
+#error "select a configuration with -DCFG_L1 ... -DCFG_L5"
 #endif
 
 byte claim[NF];      /* cf_future.claim */
@@ -145,6 +160,7 @@ bit rooted[NF];      /* ghost: a token was linked into its token (R-5) */
 bit hreg, hran, hdisc, cran, cdisc;
 byte outcome;        /* ghost: the last producer set 1 (1), made it immortal (2), nothing (0) */
 byte nlink;          /* ghost: links done (L4: tokens linked by _linkInto) */
+bit reroot;          /* ghost: a future others were linked into was set to a chain ending at another root */
 byte ndone;
 
 /* A reference released by someone who did not create the future's last
@@ -159,20 +175,29 @@ inline release(f) {
    handlers run (cancelled) or are discarded (immortal); a forwarder
    completes (copies cv into) or immortalizes its output, whose claim it
    holds, in the same loop (no recursion, like the drain queue), then
-   releases the reference it held on it. A linked token is never settled. */
+   releases the reference it held on it; when that was the last, the
+   output's deinit releases the root its claim word names (a future a
+   forwarder completed because a handler came before its token link). A
+   linked token is never settled. */
 inline cascade(f) {
   todo = 1 << f; first = f;
   do
   :: todo == 0 -> break
   :: else ->
      d_step {                                              /* settle_cas: the list taken */
-       g = ((todo & 1) -> 0 : ((todo & 2) -> 1 : 2));
+       g = ((todo & 1) -> 0 : ((todo & 2) -> 1 : ((todo & 4) -> 2 : 3)));
        todo = todo & ~(1 << g);
        assert(word[g] == PENDING && nsettle[g] == 0);      /* R-1: once; never a linked token */
        word[g] = cw; nsettle[g]++;
        if :: cw == W_CANCELLED -> val[g] = cv :: else -> skip fi;
        pend = hl[g]; hl[g] = 0;
-       if :: g != first -> assert(refs[g] > 0); refs[g]-- :: else -> skip fi   /* the forwarder's reference */
+       if :: g != first -> assert(refs[g] > 0); refs[g]-- :: else -> skip fi;  /* the forwarder's reference */
+       if                                                  /* the last: deinit (_dropLink; its root is settled) */
+       :: g != first && refs[g] == 0 && (claim[g] == F_LINK || claim[g] == F_LINK_TAKEN) ->
+          assert(xrefs[g] > 0 && refs[lroot[g]] > 0 && word[lroot[g]] != PENDING);
+          xrefs[g]--; refs[lroot[g]]--
+       :: else -> skip
+       fi
      };
      d_step {                                              /* drain: run or discard each */
        if :: pend & HB -> if :: cw == W_CANCELLED -> hran = 1 :: else -> hdisc = 1 fi :: else -> skip fi;
@@ -412,13 +437,18 @@ inline set_future(f, other) {
            :: else ->
               d_step {                                     /* _publishTarget; future_claim -> FLATTENING */
                 assert(claim[me] == F_CLAIMED || claim[me] == F_AWAITING);
+#if defined(MUT_UP_NOT_FRESH)
+                fresh = 1;                                 /* MUTANT up-not-fresh */
+#else
                 fresh = (claim[me] == F_CLAIMED);
+#endif
                 target[me] = s0 + 1; claim[me] = F_FLATTENING
               };
               walk(s0, e0);
               if
               :: e0 == NONE -> cw = W_IMMORTAL; cascade(me)
               :: else ->
+                 if :: !fresh && claim[e0] == F_AWAITING && rooted[me] -> reroot = 1 :: else -> skip fi;
                  if :: fresh -> link_into(e0) :: else -> skip fi;
                  if :: !linked -> register(e0, 1 << me, me) :: else -> skip fi   /* the forwarder */
               fi;
@@ -488,7 +518,7 @@ proctype Thread(byte tid) {
   :: tid == 1 -> set_future(Y, Z); drop(Z); drop(Y)
   :: tid == 2 -> set_future(Z, Y); drop(Y); drop(Z)
   fi;
-#else
+#elif defined(CFG_L4)
   if
   :: tid == 0 -> set_future(X, Y); drop(Y)
   :: tid == 1 ->
@@ -499,6 +529,19 @@ proctype Thread(byte tid) {
      fi;
      drop(Y)
   :: tid == 2 -> set_future(Z, Y); drop(Y); drop(Z)
+  fi;
+#else
+  if
+  :: tid == 0 -> set_future(X, Y); drop(Y)
+  :: tid == 1 -> set_future(Z, W); drop(W)
+  :: tid == 2 ->
+     set_future(Y, W);
+     if
+     :: outcome = 1; try_set(W, 1)
+     :: outcome = 2; immortalize(W)
+     :: outcome = 0
+     fi;
+     drop(W); drop(Y)
   fi;
 #endif
   ndone++
@@ -518,10 +561,15 @@ init {
 #elif defined(CFG_L3)
     refs[Y] = 3;                   /* T0's, T1's (Y's step), T2's (Z's set) */
     refs[Z] = 2                    /* T1's (what Y's step returned), T2's (Z's source) */
-#else
+#elif defined(CFG_L4)
     linkable[Z] = 0;
     refs[Y] = 3;                   /* T0's, T1's (its producer), T2's (Z's set) */
     refs[Z] = 1                    /* T2's (Z's source and holder) */
+#else
+    hl[X] = 0; hl[Z] = CB;         /* the consumer is Z's: X may link its token */
+    linkable[W] = 1;
+    refs[Y] = 2;                   /* T0's, T2's (Y's step) */
+    refs[W] = 2                    /* T1's (Z's set), T2's (Y's step result, W's producer) */
 #endif
   };
 #if defined(CFG_L1)
@@ -536,11 +584,32 @@ init {
        assert(word[i] != W_LINKED || word[lroot[i]] != W_LINKED);   /* R-5 */
        /* R-3; X, whose consumer holds it, may still hold its link's
           reference (_linkInto) */
+#if !defined(CFG_L5)
        assert(i == X || xrefs[i] == 0);
+#endif
        i++
     :: else -> break
     od;
-#if defined(CFG_L4)
+#if defined(CFG_L5)
+    i = 0;
+    do
+    :: i < NF ->
+       /* R-3: X and Z, held by their consumers, may hold their links' references */
+       assert(refs[i] == ((xrefs[X] > 0 && lroot[X] == i) -> 1 : 0) + ((xrefs[Z] > 0 && lroot[Z] == i) -> 1 : 0));
+       assert(i == X || i == Z || xrefs[i] == 0);
+       /* R-1: every future, resolved, ends with W's outcome */
+       g = ((word[i] == W_LINKED) -> lroot[i] : i);
+       assert(outcome != 1 || (word[g] == W_CANCELLED && val[g] == 1));
+       assert(outcome == 1 || word[g] == W_IMMORTAL);
+       i++
+    :: else -> break
+    od;
+    assert(outcome != 1 || (cran && !cdisc));
+    assert(outcome == 1 || (cdisc && !cran));
+#if defined(WITNESS)
+    assert(!(reroot && outcome == 1))
+#endif
+#elif defined(CFG_L4)
     i = 0;
     do
     :: i < NF -> assert(refs[i] == ((xrefs[X] > 0 && lroot[X] == i) -> 1 : 0)); i++   /* R-3 */

@@ -51,6 +51,7 @@ CONFIGS=(
   "link2|-DCFG_L2|safety|-w20|link.pml"
   "link3|-DCFG_L3|safety|-w22|link.pml"
   "link4|-DCFG_L4|safety|-w20|link.pml"
+  "link5|-DCFG_L5|safety|-w22|link.pml"
 )
 
 # name | configuration flags | mutant flag | what it mirrors
@@ -85,7 +86,8 @@ MUTANTS=(
   "walk-no-link|-DCFG_L3|-DMUT_WALK_NO_LINK|_walk stops at a linked future instead of following its link|link.pml"
   "up-no-fallback|-DCFG_L4|-DMUT_UP_NO_FALLBACK|_linkInto registers no forwarder when a handler came first|link.pml"
   "up-untaken|-DCFG_L4|-DMUT_UP_UNTAKEN|_linkInto leaves the claim it names untaken|link.pml"
-  "up-any-end|-DCFG_L2|-DMUT_UP_ANY_END|_linkInto links into any end of a walk, not only a root|link.pml"
+  "up-any-end|-DCFG_L5|-DMUT_UP_ANY_END|_linkInto links into any end of a walk, not only a root|link.pml"
+  "up-not-fresh|-DCFG_L5|-DMUT_UP_NOT_FRESH|_linkInto also from a future others were linked into|link.pml"
 )
 
 now() { date +%s.%N; }
@@ -220,6 +222,12 @@ check)
     '^pan:1: assertion violated .*nlink>=' \
     "link4 reaches a token linked into a root (_linkInto) with the producer's value" \
     "link4 never links a token into a root"
+  # link5 must reach what it is for: a root others were linked into set
+  # again, through its claim, to a chain ending at another root.
+  reach "$out/reach-link5" "-DCFG_L5 -DWITNESS=1" "-w22" link.pml \
+    '^pan:1: assertion violated .*reroot' \
+    "link5 reaches a root set again to a chain ending at another root" \
+    "link5 never sets a root again to another root's chain"
   ;;
 mutants)
   killed=0; survived=0

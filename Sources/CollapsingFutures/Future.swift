@@ -451,7 +451,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         cf_future_claim(_fptr, claimed, UInt(CF_F_FLATTENING))
         let (end, after) = _walk(from: start)
         guard let end else { _ = _immortalizeClaimed(); return before + after }
-        // CLAIMED: nothing is linked into us (AWAITING says something is).
+        // CLAIMED: nothing is linked into us (AWAITING: something may be).
         if claimed == UInt(CF_F_CLAIMED) && _linkInto(end) { return before + after }
         _ = _register(end, forwarder(self, end))
         return before + after
@@ -501,12 +501,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     /// Links us into `end`, the end of our chain, instead of registering a
-    /// forwarder on it, when `end` is a root (AWAITING: others are linked
-    /// into it, and a future that is not CLAIMED when it is set never links
-    /// itself): our claim word names `end` with a reference to it, taken
-    /// (CF_F_TAKEN: nobody completes us but `end`), and our token is linked
-    /// into its token, so we keep nothing of ours on `end` and are freed as
-    /// soon as our holders are done with us. That is what keeps a retry
+    /// forwarder on it, when `end` is a root (AWAITING: others may be
+    /// linked into it, and a future that is not CLAIMED when it is set
+    /// never links itself): our claim word names `end` with a reference to
+    /// it, taken (CF_F_TAKEN: nobody completes us but `end`), and our token
+    /// is linked into its token, so we keep nothing of ours on `end` and are
+    /// freed as soon as our holders are done with us; `end` is kept until
+    /// then, its outcome being ours. That is what keeps a retry
     /// loop over synchronous failures from keeping a forwarder and a future
     /// per level: unwinding its inline runs sets each level's output to the
     /// inner one, already a root.
@@ -517,7 +518,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// immortal without linking, so these references never form a cycle
     /// among futures. (With the fallback forwarder, `end`'s list holds us
     /// while we hold `end`: until `end` settles, as any forwarder holds its
-    /// output; `end`'s linked futures settle it when they complete or die.)
+    /// output; `end`'s claim holder, or its linked futures when they
+    /// complete or die, settle it.)
     /// Returns whether our token is linked; if not (`end` is not a root, or
     /// a handler was registered on us meanwhile), the caller registers the
     /// forwarder, which completes us. `end` can never be linked itself: only
@@ -526,11 +528,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// `cf_token_resolve` needs.
     @usableFromInline func _linkInto(_ end: Future) -> Bool {
         guard cf_future_claim_load(end._fptr) == UInt(CF_F_AWAITING) else { return false }
-        // Our claim word, which only we write: FLATTENING -> `end` | TAKEN.
-        // Full CAS: walkers that see it follow it as they followed the
-        // target, and it orders our earlier writes for them.
+        // Our claim word, which only we write, so the CAS cannot fail:
+        // FLATTENING -> `end` | TAKEN. Walkers that see it follow it as they
+        // followed the target; full, as every claim CAS, and written before
+        // the token link below, whose full CAS publishes it to resolvers
+        // (`_linkedRoot`).
         let e = UInt(bitPattern: Unmanaged.passRetained(end).toOpaque())
-        cf_future_claim(_fptr, UInt(CF_F_FLATTENING), e | UInt(CF_F_TAKEN))
+        let swapped = cf_future_claim(_fptr, UInt(CF_F_FLATTENING), e | UInt(CF_F_TAKEN))
+        assert(swapped != 0, "only the claim holder writes its claim word")
         // Full CAS from the empty word: fails if a handler came first.
         return cf_token_link(_ownTptr, end._ownTptr) != 0
     }

@@ -74,6 +74,33 @@ import TestSupport
         #expect(root.x.forceGetResult() == 3)
     }
 
+    /// A future's claim word holds its root until the future is freed,
+    /// whichever way it ended (linked, completed by the fallback forwarder,
+    /// or dropped pending): then the root goes with its last holder.
+    @Test(arguments: [Ending.completedLinked, .completedByForwarder, .droppedPending])
+    func theRootGoesWithItsLastLinkedFuture(_ ending: Ending) {
+        final class Weak: @unchecked Sendable { weak var future: Future<Int>? }
+        let watchedRoot = Weak()
+        var z: FutureSource<Int>? = FutureSource<Int>()
+        do {
+            let root = Root()
+            watchedRoot.future = root.x
+            if ending == .completedByForwarder { z!.future.thenDo { _ in } }
+            z!.trySetResult(root.y)
+            #expect(root.x.completionToken._linkedNodeCount == (ending == .completedByForwarder ? 1 : 0))
+            if ending != .droppedPending {
+                root.gate.trySetResult(1)
+                #expect(z!.future.forceGetResult() == 2)
+            }
+        }
+        // The root is held by `z`'s future alone now.
+        #expect(watchedRoot.future != nil)
+        z = nil
+        #expect(watchedRoot.future == nil)
+    }
+
+    enum Ending: Sendable { case completedLinked, completedByForwarder, droppedPending }
+
     @Test func aFutureLinkedIntoARootThatBecomesImmortalIsImmortal() {
         var root: Root? = Root()
         let x = root!.x
@@ -102,6 +129,28 @@ import TestSupport
         #expect(root.x.state == .immortal)
         #expect(root.y.state == .immortal)
         #expect(z.future.state == .immortal)
+    }
+
+    /// Linking into the root racing the root being set, through its claim,
+    /// to the linking future (a cycle closed from both ends at once): every
+    /// future ends immortal, and all of them are freed.
+    @Test func aCycleClosedWhileLinkingIsImmortalAndFreed() {
+        final class Weak: @unchecked Sendable { weak var future: Future<Int>? }
+        for _ in 0..<2_000 {
+            let watched = Weak()
+            do {
+                let root = Root()
+                let z = FutureSource<Int>()
+                root.next = z.future
+                watched.future = root.x
+                let group = DispatchGroup()
+                DispatchQueue.global().async(group: group) { z.trySetResult(root.y) }
+                DispatchQueue.global().async(group: group) { root.gate.trySetResult(0) }
+                #expect(group.wait(timeout: patienceDeadline()) == .success)
+                #expect(root.x.state == .immortal && z.future.state == .immortal)
+            }
+            #expect(watched.future == nil)
+        }
     }
 
     /// A registration racing the link: the handler runs once, with the
