@@ -373,7 +373,8 @@ inline link(other) {
   tok_ok = 0; pre = 0
 }
 
-/* Future._linkInto(e0) by me (FLATTENING, was CLAIMED): linked = whether
+/* _setClaimed's load of e0's claim, then, when e0 is AWAITING,
+   Future._linkInto(e0) by me (FLATTENING, was CLAIMED): linked = whether
    our token was linked; when not, the caller registers the forwarder */
 inline link_into(e0) {
   linked = 0;

@@ -452,7 +452,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         let (end, after) = _walk(from: start)
         guard let end else { _ = _immortalizeClaimed(); return before + after }
         // CLAIMED: nothing is linked into us (AWAITING: something may be).
-        if claimed == UInt(CF_F_CLAIMED) && _linkInto(end) { return before + after }
+        // `end` AWAITING: a root (checked here, so that the common flatten
+        // pays a load, not a call).
+        if claimed == UInt(CF_F_CLAIMED) && cf_future_claim_load(end._fptr) == UInt(CF_F_AWAITING)
+            && _linkInto(end) { return before + after }
         _ = _register(end, forwarder(self, end))
         return before + after
     }
@@ -520,14 +523,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// while we hold `end`: until `end` settles, as any forwarder holds its
     /// output; `end`'s claim holder, or its linked futures when they
     /// complete or die, settle it.)
-    /// Returns whether our token is linked; if not (`end` is not a root, or
-    /// a handler was registered on us meanwhile), the caller registers the
-    /// forwarder, which completes us. `end` can never be linked itself: only
+    /// The caller has seen `end` AWAITING. Returns whether our token is
+    /// linked; if not (a handler was registered on us meanwhile), the caller
+    /// registers the forwarder, which completes us. `end` can never be linked itself: only
     /// an UNSET claim links (`_link`), and an AWAITING future never links
     /// (see above), so a token is one step from its root, as
     /// `cf_token_resolve` needs.
     @usableFromInline func _linkInto(_ end: Future) -> Bool {
-        guard cf_future_claim_load(end._fptr) == UInt(CF_F_AWAITING) else { return false }
         // Our claim word, which only we write, so the CAS cannot fail:
         // FLATTENING -> `end` | TAKEN. Walkers that see it follow it as they
         // followed the target; full, as every claim CAS, and written before
