@@ -303,32 +303,39 @@ import Dispatch
         #expect(Future<Int>._aliveOnThisThread == before)
     }
 
-    /// The README's retry loop when the call it retries fails synchronously.
+    /// The README's retry loop when the call it retries fails synchronously,
+    /// and the same loop through `then` and `finally` over completed futures.
     /// Continuations of completed futures run inline up to a bounded depth,
     /// then wait on the thread's drain, so the loop runs in batches: each
     /// batch's outputs link into the root its innermost level made
     /// (`Future._linkInto`), and one forwarder joins consecutive roots. About
     /// one future per batch stays alive, where without linking into roots
     /// nearly one per level did.
-    @Test func aRetryLoopOverSynchronousFailuresKeepsAboutOneFuturePerBatch() {
+    @Test(arguments: [Kind.catch, .then, .finally])
+    func aLoopOverCompletedFuturesKeepsAboutOneFuturePerBatch(_ kind: Kind) {
         final class Deepest: @unchecked Sendable { var alive = 0 }
         let depth = 20_000
         let deepest = Deepest()
         let before = Future<Int>._aliveOnThisThread
         @Sendable func fetch(_ attempt: Int) -> Future<Int> {
-            if attempt < depth { return .failed(Boom()) }
+            if attempt < depth { return kind == .then ? .succeeded(attempt) : .failed(Boom()) }
             deepest.alive = Future<Int>._aliveOnThisThread
             return .succeeded(attempt)
         }
         @Sendable func fetchWithRetry(_ attempt: Int) -> Future<Int> {
-            fetch(attempt).catch { (_: any Error) -> Future<Int> in fetchWithRetry(attempt + 1) }
+            guard attempt < depth else { return fetch(attempt) }
+            switch kind {
+            case .catch: return fetch(attempt).catch { (_: any Error) -> Future<Int> in fetchWithRetry(attempt + 1) }
+            case .then: return fetch(attempt).then { (_: Int) -> Future<Int> in fetchWithRetry(attempt + 1) }
+            case .finally: return fetch(attempt).finally { (_: Future<Int>) -> Future<Int> in fetchWithRetry(attempt + 1) }
+            }
         }
         var f: Future<Int>? = fetchWithRetry(0)
         #expect(f!.forceGetResult() == depth)
         f = nil
         #expect(Future<Int>._aliveOnThisThread == before)
         let kept = deepest.alive - before
-        print("synchronous retry loop \(depth) deep: \(kept) futures alive at the innermost level")
+        print("\(kind) loop over completed futures \(depth) deep: \(kept) futures alive at the innermost level")
         #expect(kept <= depth / 12)
     }
 

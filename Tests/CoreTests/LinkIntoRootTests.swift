@@ -59,16 +59,15 @@ import TestSupport
     /// With a forwarder, the root's list would keep every future set to it
     /// until it completes; linked, a future goes with its last holder.
     @Test func aLinkedFutureIsFreedWhileItsRootIsPending() {
-        final class Weak: @unchecked Sendable { weak var future: Future<Int>? }
         let root = Root()
-        let watched = Weak()
+        weak var watched: Future<Int>?
         do {
             let z = FutureSource<Int>()
             z.trySetResult(root.y)
-            watched.future = z.future
-            #expect(watched.future != nil)
+            watched = z.future
+            #expect(watched != nil)
         }
-        #expect(watched.future == nil)
+        #expect(watched == nil)
         #expect(root.x.state == .flattening)
         root.gate.trySetResult(2)
         #expect(root.x.forceGetResult() == 3)
@@ -79,12 +78,11 @@ import TestSupport
     /// or dropped pending): then the root goes with its last holder.
     @Test(arguments: [Ending.completedLinked, .completedByForwarder, .droppedPending])
     func theRootGoesWithItsLastLinkedFuture(_ ending: Ending) {
-        final class Weak: @unchecked Sendable { weak var future: Future<Int>? }
-        let watchedRoot = Weak()
+        weak var watchedRoot: Future<Int>?
         var z: FutureSource<Int>? = FutureSource<Int>()
         do {
             let root = Root()
-            watchedRoot.future = root.x
+            watchedRoot = root.x
             if ending == .completedByForwarder { z!.future.thenDo { _ in } }
             z!.trySetResult(root.y)
             #expect(root.x.completionToken._linkedNodeCount == (ending == .completedByForwarder ? 1 : 0))
@@ -94,9 +92,9 @@ import TestSupport
             }
         }
         // The root is held by `z`'s future alone now.
-        #expect(watchedRoot.future != nil)
+        #expect(watchedRoot != nil)
         z = nil
-        #expect(watchedRoot.future == nil)
+        #expect(watchedRoot == nil)
     }
 
     enum Ending: Sendable { case completedLinked, completedByForwarder, droppedPending }
@@ -135,21 +133,20 @@ import TestSupport
     /// to the linking future (a cycle closed from both ends at once): every
     /// future ends immortal, and all of them are freed.
     @Test func aCycleClosedWhileLinkingIsImmortalAndFreed() {
-        final class Weak: @unchecked Sendable { weak var future: Future<Int>? }
         for _ in 0..<2_000 {
-            let watched = Weak()
+            weak var watched: Future<Int>?
             do {
                 let root = Root()
                 let z = FutureSource<Int>()
                 root.next = z.future
-                watched.future = root.x
+                watched = root.x
                 let group = DispatchGroup()
                 DispatchQueue.global().async(group: group) { z.trySetResult(root.y) }
                 DispatchQueue.global().async(group: group) { root.gate.trySetResult(0) }
                 #expect(group.wait(timeout: patienceDeadline()) == .success)
                 #expect(root.x.state == .immortal && z.future.state == .immortal)
             }
-            #expect(watched.future == nil)
+            #expect(watched == nil)
         }
     }
 
