@@ -510,9 +510,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// it, taken (CF_F_TAKEN: nobody completes us but `end`), and our token
     /// is linked into its token, so we keep nothing of ours on `end` and are
     /// freed as soon as our holders are done with us; `end` is kept until
-    /// then, its outcome being ours. That is what keeps a retry
-    /// loop over synchronous failures from keeping a forwarder and a future
-    /// per level: unwinding its inline runs sets each level's output to the
+    /// then, its outcome being ours. That is what keeps a retry loop over
+    /// synchronous failures from keeping a forwarder and a future per
+    /// level: unwinding its inline runs sets each level's output to the
     /// inner one, already a root.
     ///
     /// We are FLATTENING, with nothing linked into us (our caller was
@@ -523,12 +523,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// while we hold `end`: until `end` settles, as any forwarder holds its
     /// output; `end`'s claim holder, or its linked futures when they
     /// complete or die, settle it.)
+    ///
     /// The caller has seen `end` AWAITING. Returns whether our token is
-    /// linked; if not (a handler was registered on us meanwhile), the caller
-    /// registers the forwarder, which completes us. `end` can never be linked itself: only
-    /// an UNSET claim links (`_link`), and an AWAITING future never links
-    /// (see above), so a token is one step from its root, as
-    /// `cf_token_resolve` needs.
+    /// linked; if not (a handler was registered on us meanwhile), the
+    /// caller registers the forwarder, which completes us. `end` can never
+    /// be linked itself: only an UNSET claim links (`_link`), and an
+    /// AWAITING future never links (see above), so a token is one step
+    /// from its root, as `cf_token_resolve` needs.
     @usableFromInline func _linkInto(_ end: Future) -> Bool {
         // Our claim word, which only we write, so the CAS cannot fail:
         // FLATTENING -> `end` | TAKEN. Walkers that see it follow it as they
