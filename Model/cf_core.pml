@@ -36,7 +36,7 @@
  * @step drain_splice    | drain                 | q_set_next(started_tail, rest_head);
  * @step drain_pop       | drain                 | rest_head = q_next(n);
  * @step drain_claim     | drain                 | int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
- * @step drain_call      | drain                 | n->fn(n, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
+ * @step drain_call      | drain                 | CF_NODE_EVENT(n, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
  * @step must_queue      | cf_drain_must_queue   | return (draining && started_head != NULL)
  * @step node_enqueue    | cf_node_enqueue       | enqueue_started(n, n);
  * @step settle_load     | cf_token_settle       | AO_t w = AO_load_acquire(W(&t->word));
@@ -54,7 +54,7 @@
  * @step clean_dead      | try_clean             | AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
  * @step clear_load      | clear_cleaning        | AO_t w = AO_load(W(&t->word));
  * @step clear_cas       | clear_cleaning        | AO_fetch_compare_and_swap_full(W(&t->word), w, w & ~(AO_t)CF_W_CLEANING);
- * @step clean_call      | try_clean             | unlinked->fn(unlinked, CF_EV_UNLINK);
+ * @step clean_call      | try_clean             | CF_NODE_EVENT(unlinked, CF_EV_UNLINK);
  * @step clean_recheck   | try_clean             | if (!wants_clean(t, AO_load(W(&t->dead)))) return;
  * @step wants_len       | wants_clean           | AO_load(W(&t->last_len)) / 2
  * @step remove_cas      | cf_node_remove        | AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, CF_N_REMOVED)
@@ -80,7 +80,7 @@
  *                  else can reach it)
  *   register       _register (cf_token_register, then enqueue / claim + run inline)
  *   remove         CancelRegistration.remove() and _removeByUnless
- *   callback       _nodeEvent, every Swift node's cf_node.fn (Internal/Nodes/_Node.swift: the node object
+ *   callback       _nodeEvent, CF_NODE_EVENT of the library (Internal/Nodes/_Node.swift: the node object
  *                  from the cf_node, takeRetainedValue, _handle)
  *   set_future     Future._trySetFuture (Future._setFuture): claim, pre-walk, _target, FLATTENING,
  *                  walk, then the forwarder (Internal/Nodes/_FlattenNode.swift) on the walk's end
@@ -786,7 +786,7 @@ add_l1_done: skip;
   aw1 = 0; won1 = 0; rr1 = 0
 }
 
-/* The node callback run from drain() (cf_node.fn of _Node.init). */
+/* The node callback run from drain() (CF_NODE_EVENT: _nodeEvent). */
 inline callback_l1(n, ev) {
   SET_CTX(octx1, n);
   if

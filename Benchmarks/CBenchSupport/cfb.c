@@ -1,3 +1,5 @@
+// The floor calls its own build of the core (floor_core.h).
+#include "floor_core.h"
 #include "cfb.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -38,7 +40,7 @@ void cfb_count_allocs(int on) {
 uint64_t cfb_alloc_count(void) { return __atomic_load_n(&count, __ATOMIC_SEQ_CST); }
 
 // ---- the C floor ----------------------------------------------------------
-static void noop_fn(cf_node *n, int event) {
+void cfb_floor_node_event(cf_node *n, int event) {
     (void)event;
     __libc_free(n);  // every event hands back the list's (only) reference
 }
@@ -56,10 +58,12 @@ void cfb_token_free(cf_token *t) {
 
 cf_node *_Nullable cfb_register_noop(cf_token *t) {
     cf_node *n = malloc(sizeof(cf_node));   // glibc malloc is 16-byte aligned
-    cf_node_init(n, noop_fn);
+    cf_node_init(n);
     if (cf_token_register(t, n) != CF_REG_ADDED) { free(n); return NULL; }
     return n;
 }
+
+void cfb_token_cancel(cf_token *t) { cf_token_settle(t, CF_W_CANCELLED); }
 
 void cfb_register_cancel(int n) {
     cf_token t;

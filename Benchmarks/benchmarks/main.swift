@@ -236,7 +236,7 @@ func cFloorContended(_ threads: Int) -> Body {
     { it in
         let t = TokenPointer(p: cfb_token_new())
         onThreads(threads + 1) { i in
-            if i == threads { usleep(20); cf_token_settle(t.p, UInt(CF_W_CANCELLED)) } else { for _ in 0..<it / threads { cfb_register_noop(t.p) } }
+            if i == threads { usleep(20); cfb_token_cancel(t.p) } else { for _ in 0..<it / threads { cfb_register_noop(t.p) } }
         }
         cfb_token_free(t.p)
     }

@@ -138,7 +138,7 @@ static void drain(void) {
         int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
                                            cancelled ? CF_N_CLAIMED : CF_N_DISCARDED);
         // After this call the node may be freed: nothing of it is read again.
-        n->fn(n, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
+        CF_NODE_EVENT(n, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
     }
     draining = 0;
     if (depth) cf_inline_depth = depth;
@@ -270,7 +270,7 @@ static void try_clean(cf_token *t) {
         clear_cleaning(t);
         while (unlinked) {
             cf_node *next = unlinked->next;
-            unlinked->fn(unlinked, CF_EV_UNLINK);
+            CF_NODE_EVENT(unlinked, CF_EV_UNLINK);
             unlinked = next;
         }
         // Re-check: removals made while we held CLEANING did not clean.

@@ -13,9 +13,13 @@
 void cfb_count_allocs(int on);
 uint64_t cfb_alloc_count(void);
 
-/// The C floor: a token with no-op handlers in malloc'd 16-byte aligned nodes.
+/// The C floor: a token with no-op handlers in malloc'd 16-byte aligned
+/// nodes, on the floor's own build of the core (floor_core.h): call these,
+/// never the library's cf_ functions, on a floor token.
 cf_token *cfb_token_new(void);
 void cfb_token_free(cf_token *t);
+/// Cancels the token (its handlers run).
+void cfb_token_cancel(cf_token *t);
 /// Registers a no-op handler; returns its node (owned by the list).
 cf_node *_Nullable cfb_register_noop(cf_token *t);
 /// Registers `n` no-op handlers, then cancels the token.

@@ -28,7 +28,7 @@
 // them concurrently and which memory ordering they use; every atomic says why
 // its ordering is enough.
 //
-// The core never calls back while it owns anything: callbacks (cf_node.fn) run
+// The core never calls back while it owns anything: callbacks (CF_NODE_EVENT) run
 // only after the node's fate is settled and the token word is released.
 //
 // Drain order. Settled nodes are run from a per-thread queue by the outermost
@@ -103,15 +103,10 @@ typedef enum cf_event {
     CF_EV_UNLINK = 3,   ///< the node (already removed) left the list: only release the list's reference
 } cf_event;
 
-struct cf_node;
-/// A node's callback, given the node itself: its owner finds its own
-/// allocation from it (the node lives at a fixed place in it).
-typedef void (*cf_node_fn)(struct cf_node *_Nonnull node, int event);
-
-/// A handler registration. Lives at a fixed place in a 16-byte aligned
-/// allocation owned by the caller (a Swift object in CollapsingFutures, after
-/// its header; a malloc block in the C floor benchmark, at its start), which
-/// the callback finds from the node.
+/// A handler registration: two words, the state and the link. Lives at a
+/// fixed place in a 16-byte aligned allocation owned by the caller (a Swift
+/// object in CollapsingFutures, after its header; a malloc block in the C
+/// floor benchmark, at its start), which the callback finds from the node.
 typedef struct cf_node {
     uintptr_t state;                 ///< AO_t: CF_N_*; CAS only
     /// In a token's list: the older node (see cf_token_register). In the
@@ -119,8 +114,18 @@ typedef struct cf_node {
     /// settles into CF_W_IMMORTAL rather than CF_W_CANCELLED (nodes are
     /// 16-byte aligned, so the bit is free; cf_core.c only).
     struct cf_node *_Nullable next;
-    cf_node_fn _Nullable fn;         ///< callback, set before registration
 } cf_node;
+
+/// The callback of every node, given the node itself: its owner finds its
+/// own allocation from it. One function for every node of a build of the
+/// core, so a node keeps no function pointer: the Swift layer's
+/// (`_Node.swift`, `@_cdecl`; declared here so its node code can name it).
+/// The benchmark's C floor compiles cf_core.c once more with its own
+/// (Benchmarks/CBenchSupport/floor_core.c).
+#ifndef CF_NODE_EVENT
+#define CF_NODE_EVENT cf_swift_node_event
+#endif
+void CF_NODE_EVENT(cf_node *_Nonnull node, int event);
 
 typedef struct cf_token {
     uintptr_t word;      ///< AO_t: the state word described above
@@ -218,16 +223,10 @@ int cf_token_link(cf_token *t, cf_token *root);
 
 /// Initialises a node (not concurrent: before registration). Plain stores,
 /// inline here: the Swift layer initialises one node per registration.
-static inline void cf_node_init(cf_node *n, cf_node_fn fn) {
+static inline void cf_node_init(cf_node *n) {
     n->state = CF_N_LIVE;
     n->next = NULL;
-    n->fn = fn;
 }
-
-/// The Swift layer's node callback (defined in Swift, `_Node.swift`, with
-/// `@_cdecl`): declared here so the Swift node initializer, inlined into
-/// its callers, can name it as a plain C function pointer.
-void cf_swift_node_event(cf_node *_Nonnull node, int event);
 
 /// Pushes `n` on the token's list. Any number of threads concurrently with
 /// each other and with cancel/immortalize/remove. Release CAS publishes the

@@ -90,7 +90,7 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
         output = o
         inputOrTarget = t
         _policy = .inline
-        cf_node_init(_ptr, cf_swift_node_event)
+        cf_node_init(_ptr)
         return self
     }
 

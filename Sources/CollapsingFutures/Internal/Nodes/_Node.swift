@@ -46,18 +46,19 @@ class _Node: @unchecked Sendable {
     /// with the fields it stores, is not cut by an opaque call (around which
     /// the optimizer keeps an extra retain and release of every field).
     @inlinable @inline(__always) init() {
-        // The list's reference is taken in `_register`. The callback
-        // (`_nodeEvent`) finds this object from its `cf_node`, takes back
-        // that reference and performs the event.
-        cf_node_init(_ptr, cf_swift_node_event)
+        // The list's reference is taken in `_register`. The core's callback
+        // for every node (`_nodeEvent`) finds this object from its
+        // `cf_node`, takes back that reference and performs the event.
+        cf_node_init(_ptr)
         // The state word keeps its tags in the low four bits of node pointers.
         assert(UInt(bitPattern: _ptr) & 15 == 0, "cf_node must be 16-byte aligned")
         // `_nodeEvent` finds this object `_nodeOffset` before `_ptr`, and
         // `_ptr` must be `_c`: the stored properties start where
-        // `_nodeOffset` says, and `_c`, read at its own offset, is what
-        // `cf_node_init` wrote.
+        // `_nodeOffset` says, and a link written through `_ptr` is the one
+        // `_c` reads.
         assert(UnsafeRawPointer(_ptr) - _nodeOffset == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-               && _c.fn != nil, "a node's cf_node must be its first stored property")
+               && { _ptr.pointee.next = _ptr; defer { cf_node_init(_ptr) }; return _c.next == _ptr }(),
+               "a node's cf_node must be its first stored property")
     }
 
     // The node's actions, which `_handle` calls once its `unless` link is
@@ -154,7 +155,7 @@ class _Node: @unchecked Sendable {
 @inlinable @inline(__always)
 var _nodeOffset: Int { 2 * MemoryLayout<UInt>.size }
 
-/// The C callback of every node (`cf_swift_node_event` in cf_core.h): takes
+/// The C callback of every node (`CF_NODE_EVENT` in cf_core.h): takes
 /// back the reference the list (or the drain queue) held on the node object
 /// whose `cf_node` is `c`, and performs the event.
 @_cdecl("cf_swift_node_event") @usableFromInline
