@@ -161,6 +161,20 @@ import Foundation
         #expect(seen.all == [7])
     }
 
+    /// With an `unless:` token the node keeps its link where it keeps its
+    /// threading; the threading must hold all the same.
+    @Test func handlerWithQueueAndUnlessRunsOnThatQueue() {
+        let q = DispatchQueue(label: "cf.test.on.unless")
+        let key = DispatchSpecificKey<Int>()
+        q.setSpecific(key: key, value: 8)
+        let seen = Log<Int?>()
+        let s = CancelTokenSource(), u = CancelTokenSource()
+        s.token.whenCancelled(on: q, unless: u.token) { seen.append(DispatchQueue.getSpecific(key: key)) }
+        s.cancel()
+        #expect(eventually { seen.all.count == 1 })
+        #expect(seen.all == [8])
+    }
+
     @Test func handlerWithQueueOnCancelledTokenRunsOnThatQueue() {
         let q = DispatchQueue(label: "cf.test.on2")
         let key = DispatchSpecificKey<Int>()
@@ -186,6 +200,20 @@ import Foundation
         }
         await Task.detached { s.cancel() }.value
         // The handler hops to the main queue; wait for the main actor to drain it.
+        let end = ContinuousClock.now + patience
+        while onMain.all.isEmpty && ContinuousClock.now < end { _ = await MainActor.run { 0 }; try? await Task.sleep(nanoseconds: 1_000_000) }
+        #expect(onMain.all == [true])
+    }
+
+    @Test func handlerRegisteredOnMainThreadWithUnlessRunsOnMainQueueWhenCancelledElsewhere() async {
+        let s = CancelTokenSource(), u = CancelTokenSource()
+        let onMain = Log<Bool>()
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        await MainActor.run {
+            _ = s.token.whenCancelled(unless: u.token) { onMain.append(DispatchQueue.getSpecific(key: key) == true) }
+        }
+        await Task.detached { s.cancel() }.value
         let end = ContinuousClock.now + patience
         while onMain.all.isEmpty && ContinuousClock.now < end { _ = await MainActor.run { 0 }; try? await Task.sleep(nanoseconds: 1_000_000) }
         #expect(onMain.all == [true])

@@ -361,8 +361,9 @@ extension CancelToken {
     func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool) -> Int32 {
         let owner = _owner.unsafelyUnwrapped
         let uo = unless._owner.unsafelyUnwrapped
-        let link = _UnlessNode(target: CancelRegistration(owner: owner, node: node), on: uo, removeOnDiscard: removeOnUnlessImmortal)
-        node._unlessLink = .linked(link)
+        let link = _UnlessNode(target: CancelRegistration(owner: owner, node: node), policy: node._policy,
+                               on: uo, removeOnDiscard: removeOnUnlessImmortal)
+        node._policy = .linked(link)
         let r = _register(owner, node)
         if r != Int32(CF_REG_ADDED) { return r }
         // A terminal `unless` here is settled by `_register` (the link runs

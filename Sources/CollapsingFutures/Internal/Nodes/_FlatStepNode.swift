@@ -10,10 +10,10 @@ import CCollapsingFutures
 /// Once it has run and `f` returned a pending future, the node registers
 /// itself on that future's chain as `output`'s forwarder (what a
 /// `_FlattenNode` does otherwise): one allocation less per flatten step.
-/// Only when no `unless` link was ever made for it (`_unlessLink` is
-/// `.none`): such a link may still remove it from its first token after it
-/// ran. The forwarder phase is the one with `step` nil and `inputOrTarget`
-/// set.
+/// Only when no `unless` link was ever made for it
+/// (`_policy.hadUnlessLink` is false): such a link may still remove it
+/// from its first token after it ran. The forwarder phase is the one with
+/// `step` nil and `inputOrTarget` set.
 ///
 /// `I` is the input's value type and `A` the function's argument: the same
 /// for `then`; `any Error` for `catch` and `Future<I>` for `finally` (whose
@@ -73,7 +73,7 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
             // The output a forwarder completes is `o`, or the root `o` is
             // linked into (`Future._link`).
             let inner = inner.takeRetainedValue()
-            if case .none = _unlessLink {
+            if !_policy.hadUnlessLink {
                 _ = o._setFuture(inner) { self._becomeForwarder(output: $0, target: $1) }
             } else {
                 _ = o._setFuture(inner) { _FlattenNode(output: $0, target: $1) }
@@ -86,7 +86,7 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
     /// C node, run inline (the library's bookkeeping, like `_FlattenNode`).
     @inline(__always)
     private func _becomeForwarder(output o: Future<R>, target t: Future<R>) -> _Node {
-        assert({ if case .none = _unlessLink { true } else { false } }(), "only a node nothing else can remove is registered again")
+        assert(!_policy.hadUnlessLink, "only a node nothing else can remove is registered again")
         output = o
         inputOrTarget = t
         _policy = .inline

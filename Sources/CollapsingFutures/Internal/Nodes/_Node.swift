@@ -19,8 +19,8 @@
 // registers itself on another token as its output's forwarder. That is safe
 // only because nothing else can still touch its `cf_node` then: the drain
 // reads nothing of a node after its callback, no `CancelRegistration` for it
-// was handed out, and it never had an `unless` link (`_unlessLink` is
-// `.none`).
+// was handed out, and it never had an `unless` link
+// (`_policy.hadUnlessLink` is false).
 import CCollapsingFutures
 import Dispatch
 
@@ -28,14 +28,11 @@ import Dispatch
 class _Node: @unchecked Sendable {
     /// Must stay the first stored property: the C core's view of this node.
     @usableFromInline final var _c = cf_node()
-    /// When and where the action runs; written before the node is published.
+    /// When and where the action runs, and the link registered on the
+    /// `unless:` token, if any (which then holds the threading), removed
+    /// when this node settles. Written before the node is published.
     @exclusivity(unchecked) @usableFromInline
     final var _policy = _RunPolicy.inline
-    /// The link registered on the `unless:` token, removed when this node
-    /// settles so nothing accumulates on a long-lived `unless` token.
-    /// Written before the node is published.
-    @exclusivity(unchecked) @usableFromInline
-    final var _unlessLink = _UnlessLink.none
 
     @inlinable @inline(__always)
     final var _ptr: UnsafeMutablePointer<cf_node> {
@@ -95,13 +92,15 @@ class _Node: @unchecked Sendable {
                 return
             }
             // The link's token, read only when the run hops.
-            let unless = CancelToken(_owner: _unlessLink.unlessOwner)
+            let unless = CancelToken(_owner: _policy.unlessOwner)
             _releaseUnlessLink(removingIt: linkPushed)
             _runAfterHop(to: q, unless: unless)
         case .immortalized(let linkPushed):
-            let unlessOwner = _unlessLink.unlessOwner
+            // Bookkeeping run either way never has a link.
+            if case .inlineWhenSettled = _policy { _run(); return }
+            let unlessOwner = _policy.unlessOwner
             _releaseUnlessLink(removingIt: linkPushed)
-            if case .inlineWhenSettled = _policy { _run() } else { _discarded(unless: unlessOwner) }
+            _discarded(unless: unlessOwner)
         case .removed(let byUnless):
             _releaseUnlessLink(removingIt: !byUnless)
             _removed(byUnless: byUnless)
@@ -112,8 +111,8 @@ class _Node: @unchecked Sendable {
 
     @inline(__always)
     private func _releaseUnlessLink(removingIt: Bool) {
-        guard case .linked(let link) = _unlessLink else { return }
-        _unlessLink = .released
+        guard case .linked(let link) = _policy else { return }
+        _policy = .unlinked
         if removingIt { link._removeFromUnless() }
     }
 
@@ -121,10 +120,10 @@ class _Node: @unchecked Sendable {
     /// nil to run inline.
     @inline(__always)
     final var _hopQueue: DispatchQueue? {
-        switch _policy {
+        switch _policy.threading {
         case .queue(let q): return q
         case .mainQueueUnlessThere: return _isOnMain() ? nil : DispatchQueue.main
-        case .inline, .inlineWhenSettled: return nil
+        case .inline, .inlineWhenSettled, .linked, .unlinked: return nil
         }
     }
 

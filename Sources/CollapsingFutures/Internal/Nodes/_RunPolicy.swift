@@ -2,10 +2,14 @@ import Dispatch
 
 /// When and where a node's action runs: the threading contract it was
 /// registered under (`_Node._setThreading`), and, for the library's
-/// bookkeeping, whether its token becoming immortal runs it too.
+/// bookkeeping, whether its token becoming immortal runs it too. A node
+/// registered with an `unless:` token keeps its link here instead, and the
+/// link keeps the contract (`_UnlessNode.targetPolicy`).
 ///
-/// One word: the empty cases take values a `DispatchQueue` reference never
-/// has, so a node stores its policy in the space of the queue alone.
+/// One word: the empty cases take values that neither a `DispatchQueue`
+/// nor an `_UnlessNode` reference ever has, so a node stores its threading
+/// and its link in the space of one reference (which keeps a handler's node
+/// in the 64-byte malloc size class).
 @usableFromInline
 enum _RunPolicy {
     /// On the completing thread, once the token is cancelled.
@@ -18,4 +22,33 @@ enum _RunPolicy {
     case mainQueueUnlessThere
     /// On this queue.
     case queue(DispatchQueue)
+    /// As `link.targetPolicy` says; `link` is registered on the `unless`
+    /// token (or about to be), and the node removes it when it settles, so
+    /// nothing accumulates on a long-lived `unless` token.
+    case linked(_UnlessNode)
+    /// The link was removed or dropped, once the node settled (its contract
+    /// read first). The link may still hold a registration that calls
+    /// `cf_node_remove` on the node (a cancel of `unless` racing the run),
+    /// so the node is never registered again.
+    case unlinked
+
+    /// The contract, read through the link while there is one.
+    var threading: _RunPolicy {
+        if case .linked(let link) = self { return link.targetPolicy }
+        return self
+    }
+
+    /// Whether an `unless` link was ever made.
+    var hadUnlessLink: Bool {
+        switch self {
+        case .linked, .unlinked: return true
+        case .inline, .inlineWhenSettled, .mainQueueUnlessThere, .queue: return false
+        }
+    }
+
+    /// The owner of the `unless` token while linked.
+    var unlessOwner: AnyObject? {
+        if case .linked(let link) = self { return link.unlessOwner }
+        return nil
+    }
 }

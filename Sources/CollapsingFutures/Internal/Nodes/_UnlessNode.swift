@@ -14,11 +14,15 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     var unlessOwner: AnyObject?
     @exclusivity(unchecked)
     var target: CancelRegistration?
+    /// The threading `target`'s node was registered under, which its
+    /// `_policy` holds while linked (`_RunPolicy.linked`).
+    let targetPolicy: _RunPolicy
     let removeOnDiscard: Bool
 
-    init(target: CancelRegistration, on unlessOwner: AnyObject, removeOnDiscard: Bool) {
+    init(target: CancelRegistration, policy: _RunPolicy, on unlessOwner: AnyObject, removeOnDiscard: Bool) {
         self.unlessOwner = unlessOwner
         self.target = target
+        self.targetPolicy = policy
         self.removeOnDiscard = removeOnDiscard
     }
 
