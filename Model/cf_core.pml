@@ -50,21 +50,21 @@
  * @step clean_cas       | try_clean             | AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)
  * @step clean_state     | try_clean             | if (AO_load_acquire(W(&cur->state)) == CF_N_REMOVED) {
  * @step clean_unlink    | try_clean             | prev->next = next;
- * @step clean_len       | try_clean             | AO_store(W(&t->last_len), kept);
- * @step clean_dead      | try_clean             | AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
+ * @step clean_len       | try_clean             | AO_int_store(WI(&t->last_len), kept);
+ * @step clean_dead      | try_clean             | AO_int_fetch_and_add(WI(&t->dead), 0u - removed);
  * @step clear_load      | clear_cleaning        | AO_t w = AO_load(W(&t->word));
  * @step clear_cas       | clear_cleaning        | AO_fetch_compare_and_swap_full(W(&t->word), w, w & ~(AO_t)CF_W_CLEANING);
  * @step clean_call      | try_clean             | CF_NODE_EVENT(unlinked, CF_EV_UNLINK);
- * @step clean_recheck   | try_clean             | if (!wants_clean(t, AO_load(W(&t->dead)))) return;
- * @step wants_len       | wants_clean           | AO_load(W(&t->last_len)) / 2
+ * @step clean_recheck   | try_clean             | if (!wants_clean(t, AO_int_load(WI(&t->dead)))) return;
+ * @step wants_len       | wants_clean           | AO_int_load(WI(&t->last_len)) / 2
  * @step remove_cas      | cf_node_remove        | AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, CF_N_REMOVED)
- * @step remove_inc      | cf_node_remove        | AO_fetch_and_add1_full(W(&t->dead))
+ * @step remove_inc      | cf_node_remove        | AO_int_fetch_and_add1_full(WI(&t->dead))
  * @step remove_trigger  | cf_node_remove        | if (wants_clean(t, dead)) try_clean(t);
  * @step node_claim      | cf_node_claim         | return AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, fate);
  * @step dbg_load        | debug_count           | AO_t w = AO_load_acquire(W(&t->word));
  * @step dbg_cas         | debug_count           | AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)
  * @step dbg_state       | debug_count           | AO_load_acquire(W(&n->state)) == CF_N_LIVE) count++;
- * @step dbg_recheck     | debug_count           | if (wants_clean(t, AO_load(W(&t->dead)))) try_clean(t);
+ * @step dbg_recheck     | debug_count           | if (wants_clean(t, AO_int_load(WI(&t->dead)))) try_clean(t);
  * @step future_claim    | cf_future_claim       | return AO_compare_and_swap_full(W(&f->claim), expected, desired);
  * @step link_cas        | cf_token_link         | return AO_compare_and_swap_full(W(&t->word), 0, (AO_t)root | CF_W_LINKED);
  * @step reg_linked      | cf_token_register     | if (w & CF_W_LINKED) return CF_REG_LINKED;
@@ -449,7 +449,7 @@
 /* ------------------------------------------------------------------ state */
 /* cf_token: one per token; futures 0..NF-1 use tokens 0..NF-1 */
 byte word[NT];        /* cf_token.word */
-short dead[NT];       /* cf_token.dead (AO_t, read as intptr_t by wants_clean: can be briefly negative) */
+short dead[NT];       /* cf_token.dead (32 bits, read as int by wants_clean: can be briefly negative) */
 byte last_len[NT];    /* cf_token.last_len */
 /* cf_node (index 0 unused) */
 byte st[NN + 1];      /* cf_node.state */

@@ -5,12 +5,15 @@
 #include <sched.h>
 
 _Static_assert(sizeof(AO_t) == sizeof(uintptr_t), "AO_t is one machine word");
+_Static_assert(sizeof(cf_token) == 2 * sizeof(uintptr_t), "a token is two words");
 _Static_assert(offsetof(cf_node, state) == 0, "node state word first");
 _Static_assert(offsetof(cf_future, token) == 0, "a cf_future* is a cf_token*");
 _Static_assert((CF_W_TAGS & ~(uintptr_t)15) == 0, "tags fit in the alignment of a node");
 _Static_assert((CF_W_LINKED & (CF_W_TERMINAL | CF_W_CLEANING)) == 0, "the link tag is a tag of its own");
+_Static_assert((CF_W_FAILED & CF_W_TAGS) == 0, "the failed bit is no tag: a terminal word has no pointer bits");
 
 #define W(p) ((volatile AO_t *)(p))
+#define WI(p) ((volatile unsigned int *)(p))
 #define NODE_OF(w) ((cf_node *)((w) & ~(uintptr_t)CF_W_TAGS))
 
 // Cleanup runs when this many removed nodes are still linked, and more of
@@ -97,7 +100,7 @@ static inline void q_set_next(cf_node *n, cf_node *_Nullable next) {
 }
 // Links n to `next` in the queue, marked with how it settles into `terminal`.
 static inline void q_mark(cf_node *n, uintptr_t terminal, cf_node *_Nullable next) {
-    n->next = (cf_node *)((uintptr_t)next | (terminal == CF_W_CANCELLED ? 0 : Q_DISCARD));
+    n->next = (cf_node *)((uintptr_t)next | ((terminal & CF_W_CANCELLED) ? 0 : Q_DISCARD));
 }
 
 static __thread cf_node *_Nullable started_head;
@@ -213,8 +216,8 @@ int cf_token_settle(cf_token *t, uintptr_t terminal) {
 // below zero, and that must not start a pass. Relaxed load of last_len: the
 // counters only steer when to clean; a stale value moves the moment, never
 // the safety.
-static int wants_clean(cf_token *t, AO_t dead) {
-    return (intptr_t)dead >= CF_CLEAN_MIN && (intptr_t)dead > (intptr_t)(AO_load(W(&t->last_len)) / 2);
+static int wants_clean(cf_token *t, unsigned int dead) {
+    return (int)dead >= CF_CLEAN_MIN && (int)dead > (int)(AO_int_load(WI(&t->last_len)) / 2);
 }
 
 // Clears CF_W_CLEANING, which the caller (a cleaner, or a count) holds.
@@ -248,7 +251,7 @@ static void try_clean(cf_token *t) {
         // We own the interior links below head: pushes only add above it,
         // settle waits for us, and removers only touch node states.
         cf_node *head = NODE_OF(w), *prev = head, *cur = head->next, *unlinked = NULL;
-        AO_t kept = 1, removed = 0;
+        unsigned int kept = 1, removed = 0;
         while (cur) {
             cf_node *next = cur->next;
             // Acquire: pairs with the remover's CAS (we only unlink REMOVED
@@ -265,8 +268,8 @@ static void try_clean(cf_token *t) {
             cur = next;
         }
         // Relaxed is enough for the two counters: they only steer when to clean.
-        AO_store(W(&t->last_len), kept);
-        AO_fetch_and_add(W(&t->dead), (AO_t)0 - removed);
+        AO_int_store(WI(&t->last_len), kept);
+        AO_int_fetch_and_add(WI(&t->dead), 0u - removed);
         clear_cleaning(t);
         while (unlinked) {
             cf_node *next = unlinked->next;
@@ -275,7 +278,7 @@ static void try_clean(cf_token *t) {
         }
         // Re-check: removals made while we held CLEANING did not clean.
         // Relaxed load, ordered after the full clearing CAS above.
-        if (!wants_clean(t, AO_load(W(&t->dead)))) return;
+        if (!wants_clean(t, AO_int_load(WI(&t->dead)))) return;
     }
 }
 
@@ -285,7 +288,7 @@ int cf_node_remove(cf_token *t, cf_node *n) {
     // Full: orders the increment before try_clean's load of the word, so a
     // remover that sees CLEANING and leaves is seen by that cleaner's
     // re-check (the other half of the store-buffering pair in try_clean).
-    AO_t dead = AO_fetch_and_add1_full(W(&t->dead)) + 1;
+    unsigned int dead = AO_int_fetch_and_add1_full(WI(&t->dead)) + 1;
     if (wants_clean(t, dead)) try_clean(t);
     return 1;
 }
@@ -313,7 +316,7 @@ static size_t debug_count(cf_token *t, int live_only) {
         clear_cleaning(t);
         // Re-check like a cleaner, so counting never suspends the list bound.
         // Relaxed load, ordered after the full clearing CAS above.
-        if (wants_clean(t, AO_load(W(&t->dead)))) try_clean(t);
+        if (wants_clean(t, AO_int_load(WI(&t->dead)))) try_clean(t);
         return count;
     }
 }

@@ -217,8 +217,9 @@ extension Future {
             // it stands in the sequence: an immortal input before it, which
             // makes the output immortal at once, must not hide it (the
             // outcome must not depend on the inputs' order).
-            for f in inputs where f._word & _wCancelled != 0 {
-                if let e = f._root._error { out._trySet(.failure(e)); return [] }
+            for f in inputs where f._word & (_wCancelled | _wFailed) == _wCancelled | _wFailed {
+                out._trySet(.failure(f._root._storedError))
+                return []
             }
             let slots = _Slots<Value>(inputs.count)
             var registrations: [CancelRegistration] = []

@@ -24,17 +24,18 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @usableFromInline var _c: cf_future
     /// The outcome, written once by the claim winner before the token is
     /// cancelled (release) and read only after seeing it cancelled
-    /// (acquire): a success value in `_words` (inline when it fits in two
-    /// words, as an Int, a String, an Array or a class reference do;
-    /// otherwise a retained `_ValueBox`), a failure in `_error`. A completed
-    /// future holds a value exactly when `_error` is nil.
+    /// (acquire): a success value (inline when it fits in two words, as an
+    /// Int, a String, an Array or a class reference do; otherwise a
+    /// retained `_ValueBox`), or a failure's `any Error`, when the token's
+    /// terminal word carries CF_W_FAILED (`_store` returns that word).
     /// Not a `Result<Value, any Error>?` field: a generic class's deinit is
     /// never specialized, and destroying that field there looks up the
     /// metadata of two derived generic types on every future (DESIGN.md
     /// gives the cost). `deinit` below needs only `Value`'s own metadata,
-    /// and nothing at all for a trivial `Value`.
+    /// and nothing at all for a trivial `Value`. Not a separate error
+    /// field either: without it a future takes glibc's 80-byte chunks,
+    /// not 96.
     @exclusivity(unchecked) @usableFromInline var _words: (UInt, UInt) = (0, 0)
-    @exclusivity(unchecked) @usableFromInline var _error: (any Error)?
     /// The flattening target (a `Future<Value>`), written once by the claim
     /// winner before FLATTENING is published (`_publishTarget`) and read
     /// by cycle walkers on any thread (`_loadTarget`). Not a `weak var`:
@@ -73,8 +74,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @inlinable init(_result r: Result<Value, any Error>) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
         _linkable = false
-        _store(r)
-        cf_token_init(_ownTptr, _wCancelled)
+        cf_token_init(_ownTptr, _store(r))
         #if DEBUG
         cf_debug_futures_add(1)
         #endif
@@ -93,9 +93,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // before the token link, and the forwarder on the root completed
         // it. (A plain load: nothing else can touch the claim word any more.)
         if _fptr.pointee.claim >= UInt(CF_F_LINK_MIN) { _dropLink() }
-        // Completed: a success value is stored exactly when there is no error.
-        guard _error == nil else { return }
-        if Self._inline {
+        if w & _wFailed != 0 {
+            _wordsAddress.assumingMemoryBound(to: (any Error).self).deinitialize(count: 1)
+        } else if Self._inline {
             if !_isPOD(Value.self) { _wordsAddress.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
         } else {
             _box.release()
@@ -180,8 +180,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return unsafeDowncast(_box.takeUnretainedValue(), to: _ValueBox<Value>.self).value
     }
 
-    /// Stores the outcome (once, by the claim holder, before the settle).
-    @inlinable func _store(_ r: Result<Value, any Error>) {
+    /// Stores the outcome (once, by the claim holder, before the settle)
+    /// and returns the terminal word to settle with.
+    @inlinable func _store(_ r: Result<Value, any Error>) -> UInt {
         switch r {
         case .success(let v):
             if Self._inline {
@@ -189,28 +190,40 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             } else {
                 _words.0 = UInt(bitPattern: Unmanaged.passRetained(_ValueBox(v)).toOpaque())
             }
+            return _wCancelled
         case .failure(let e):
-            _error = e
+            _wordsAddress.initializeMemory(as: (any Error).self, to: e)
+            return _wCancelled | _wFailed
         }
     }
 
     /// Copies `other`'s outcome (it has completed) without building a
-    /// `Result`: called from `_FlattenNode`, whose methods are not specialized.
-    @usableFromInline func _store(copying other: Future) {
-        if other._isLinked { _store(copying: other._linkedRoot); return }
-        if let e = other._error {
-            _error = e
-            return
+    /// `Result`, and returns the terminal word to settle with: called from
+    /// `_FlattenNode`, whose methods are not specialized.
+    @usableFromInline func _store(copying other: Future) -> UInt {
+        if other._isLinked { return _store(copying: other._linkedRoot) }
+        if cf_token_load(other._ownTptr) & _wFailed != 0 {
+            _wordsAddress.initializeMemory(as: (any Error).self, to: other._storedError)
+            return _wCancelled | _wFailed
         }
         if Self._inline {
             // A trivial value is its bits: copied as they are, without the
             // value witness calls of a generic load and store (this method
             // is not specialized).
-            if _isPOD(Value.self) { _words = other._words; return }
-            _wordsAddress.initializeMemory(as: Value.self, to: other._inlineValue)
+            if _isPOD(Value.self) {
+                _words = other._words
+            } else {
+                _wordsAddress.initializeMemory(as: Value.self, to: other._inlineValue)
+            }
         } else {
             _words.0 = UInt(bitPattern: other._box.retain().toOpaque())
         }
+        return _wCancelled
+    }
+
+    /// The stored failure. Only after seeing the future failed.
+    @inlinable var _storedError: any Error {
+        withUnsafePointer(to: _words) { UnsafeRawPointer($0).load(as: (any Error).self) }
     }
 
     /// The outcome. Only after seeing the future completed.
@@ -219,9 +232,10 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return _storedResult
     }
 
-    /// The outcome stored in this future (not linked, completed).
+    /// The outcome stored in this future (not linked, completed): its own
+    /// terminal word says which.
     @inlinable var _storedResult: Result<Value, any Error> {
-        if let e = _error { return .failure(e) }
+        if cf_token_load(_ownTptr) & _wFailed != 0 { return .failure(_storedError) }
         return .success(_value)
     }
 
@@ -276,7 +290,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @inlinable func _state(claim c: UInt) -> FutureState {
         let w = cf_token_load(_ownTptr)
         if w & _wCancelled != 0 {
-            return _error == nil ? .succeeded : .failed
+            return w & _wFailed == 0 ? .succeeded : .failed
         }
         if w & _wImmortal != 0 { return .immortal }
         // Linked: pending until its completer takes the claim through (to
@@ -384,14 +398,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// Only the claim holder (or the flattening forwarder) calls this. Its
     /// own token: a future whose claim is held, or a root, is never linked.
     @inlinable func _complete(_ r: Result<Value, any Error>) {
-        _store(r)
-        cf_token_settle(_ownTptr, _wCancelled)
+        cf_token_settle(_ownTptr, _store(r))
     }
 
     /// `_complete` with a completed future's outcome (the flatten forwarder).
     @usableFromInline func _complete(copying other: Future) {
-        _store(copying: other)
-        cf_token_settle(_ownTptr, _wCancelled)
+        cf_token_settle(_ownTptr, _store(copying: other))
     }
 
     @inlinable @discardableResult

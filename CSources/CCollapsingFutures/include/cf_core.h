@@ -11,7 +11,11 @@
 //   node | [CF_W_CLEANING] still cancellable; `node` is the newest handler of a
 //                          push-only (Treiber) stack linked through cf_node.next.
 //                          CF_W_CLEANING: one remover owns the interior links.
-//   CF_W_CANCELLED         terminal: cancelled (no pointer bits)
+//   CF_W_CANCELLED [| CF_W_FAILED]
+//                          terminal: cancelled (no pointer bits). CF_W_FAILED
+//                          is the Swift layer's: a future's token settles
+//                          with it when its outcome is a failure; the core
+//                          passes it along and never looks at it.
 //   CF_W_IMMORTAL          terminal: can never be cancelled (no pointer bits)
 //   root | CF_W_LINKED     final: a future's token linked into the token
 //                          `root` (cf_token_link): it is that token from now
@@ -127,10 +131,13 @@ typedef struct cf_node {
 #endif
 void CF_NODE_EVENT(cf_node *_Nonnull node, int event);
 
+/// The two cleanup counters are 32 bits (AO_int ops): they count nodes of
+/// one list, far fewer than 2^31 (each node takes at least 32 bytes), and
+/// a token of two words keeps a future in a smaller malloc size class.
 typedef struct cf_token {
-    uintptr_t word;      ///< AO_t: the state word described above
-    uintptr_t dead;      ///< AO_t: removed nodes still linked (cleanup trigger)
-    uintptr_t last_len;  ///< AO_t: nodes kept by the last cleanup (cleanup trigger)
+    uintptr_t word;         ///< AO_t: the state word described above
+    unsigned int dead;      ///< AO_int: removed nodes still linked (cleanup trigger)
+    unsigned int last_len;  ///< AO_int: nodes kept by the last cleanup (cleanup trigger)
 } cf_token;
 
 /// A token plus the claim word of a future: who may set its result.
@@ -146,6 +153,7 @@ enum {
     CF_W_TERMINAL = CF_W_CANCELLED | CF_W_IMMORTAL,
     CF_W_LINKED = 8,
     CF_W_TAGS = 15,
+    CF_W_FAILED = 16,
 };
 enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
 /// The claim word of a future (cf_future.claim):

@@ -88,6 +88,9 @@ func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
 @inlinable var _wCancelled: UInt { UInt(CF_W_CANCELLED) }
 @inlinable var _wImmortal: UInt { UInt(CF_W_IMMORTAL) }
 @inlinable var _wTerminal: UInt { UInt(CF_W_TERMINAL) }
+/// With `_wCancelled`: a future's outcome is a failure. Only in a
+/// cancelled word: in a pending one this bit belongs to a node's address.
+@inlinable var _wFailed: UInt { UInt(CF_W_FAILED) }
 
 /// Decides how a registration on the token stored in `owner` meets it.
 /// `queueBehindStartedWork`: a registration on a cancelled token made inside
