@@ -1,6 +1,6 @@
-// The floor calls its own build of the core (floor_core.h).
-#include "floor_core.h"
 #include "cfb.h"
+// The floor calls its own build of the core.
+#include "floor_core.h"
 #include <errno.h>
 #include <stdlib.h>
 

@@ -1,11 +1,15 @@
-// The C floor's own build of the core. cf_core.c calls one node callback
-// (CF_NODE_EVENT), the Swift layer's in the library; the floor's nodes are
+// The C floor's own build of the core. cf_core.c calls one node callback,
+// CF_NODE_EVENT, the Swift layer's in the library; the floor's nodes are
 // malloc blocks with a C callback, so the floor compiles the same source
 // once more (floor_core.c) with its callback and every external name of
-// the core renamed, and calls these names. Included first by the floor's
-// files, before cf_core.h.
+// the core renamed, and calls these names. Included after cf_core.h, whose
+// declarations keep the library's names (it may come in as the library's
+// Clang module, where no macro of ours reaches): the floor's are below.
 #ifndef CFB_FLOOR_CORE_H
 #define CFB_FLOOR_CORE_H
+#include "cf_core.h"
+
+#pragma clang assume_nonnull begin
 
 #define CF_NODE_EVENT cfb_floor_node_event
 #define cf_token_load cfb_floor_token_load
@@ -26,4 +30,12 @@
 #define cf_token_debug_count cfb_floor_token_debug_count
 #define cf_token_debug_count_live cfb_floor_token_debug_count_live
 
+/// The floor's node callback (cfb.c) and the calls the floor makes, as
+/// cf_core.h declares them.
+void cfb_floor_node_event(cf_node *node, int event);
+int cfb_floor_token_register(cf_token *t, cf_node *n);
+int cfb_floor_token_settle(cf_token *t, uintptr_t terminal);
+int cfb_floor_node_remove(cf_token *t, cf_node *n);
+
+#pragma clang assume_nonnull end
 #endif

@@ -5,12 +5,18 @@
 #include <sched.h>
 
 _Static_assert(sizeof(AO_t) == sizeof(uintptr_t), "AO_t is one machine word");
-_Static_assert(sizeof(cf_token) == 2 * sizeof(uintptr_t), "a token is two words");
+_Static_assert(sizeof(cf_token) == sizeof(uintptr_t) + 2 * sizeof(unsigned int), "a token is a word and two counters");
 _Static_assert(offsetof(cf_node, state) == 0, "node state word first");
 _Static_assert(offsetof(cf_future, token) == 0, "a cf_future* is a cf_token*");
 _Static_assert((CF_W_TAGS & ~(uintptr_t)15) == 0, "tags fit in the alignment of a node");
 _Static_assert((CF_W_LINKED & (CF_W_TERMINAL | CF_W_CLEANING)) == 0, "the link tag is a tag of its own");
 _Static_assert((CF_W_FAILED & CF_W_TAGS) == 0, "the failed bit is no tag: a terminal word has no pointer bits");
+
+// The callback of every node (cf_core.h): the Swift layer's, unless the
+// file that includes this one names another (the benchmark's C floor).
+#ifndef CF_NODE_EVENT
+#define CF_NODE_EVENT cf_swift_node_event
+#endif
 
 #define W(p) ((volatile AO_t *)(p))
 #define WI(p) ((volatile unsigned int *)(p))

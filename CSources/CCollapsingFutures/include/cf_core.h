@@ -122,14 +122,11 @@ typedef struct cf_node {
 
 /// The callback of every node, given the node itself: its owner finds its
 /// own allocation from it. One function for every node of a build of the
-/// core, so a node keeps no function pointer: the Swift layer's
-/// (`_Node.swift`, `@_cdecl`; declared here so its node code can name it).
-/// The benchmark's C floor compiles cf_core.c once more with its own
-/// (Benchmarks/CBenchSupport/floor_core.c).
-#ifndef CF_NODE_EVENT
-#define CF_NODE_EVENT cf_swift_node_event
-#endif
-void CF_NODE_EVENT(cf_node *_Nonnull node, int event);
+/// core (cf_core.c calls it as CF_NODE_EVENT), so a node keeps no function
+/// pointer: this one, the Swift layer's (`_Node.swift`, `@_cdecl`). The
+/// benchmark's C floor compiles cf_core.c once more with its own
+/// (Benchmarks/CBenchSupport/floor_core.h).
+void cf_swift_node_event(cf_node *_Nonnull node, int event);
 
 /// The two cleanup counters are 32 bits (AO_int ops): they count nodes of
 /// one list, far fewer than 2^31 (each node takes at least 32 bytes), and
@@ -191,7 +188,8 @@ enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2, CF_F_AWAITING = 3,
 enum { CF_REG_ADDED = 0, CF_REG_CANCELLED = 1, CF_REG_IMMORTAL = 2, CF_REG_LINKED = 3 };
 
 /// Initialises a token (not concurrent: before the token is shared).
-/// `terminal` is 0, CF_W_CANCELLED or CF_W_IMMORTAL. Plain stores, inline
+/// `terminal` is 0, CF_W_CANCELLED (with CF_W_FAILED or not) or
+/// CF_W_IMMORTAL. Plain stores, inline
 /// here: every future and every source initialises one.
 static inline void cf_token_init(cf_token *t, uintptr_t terminal) {
     t->word = terminal;
@@ -244,8 +242,9 @@ static inline void cf_node_init(cf_node *n) {
 /// CF_REG_LINKED: `t` was linked meanwhile; register on cf_token_resolve(t).
 int cf_token_register(cf_token *t, cf_node *n);
 
-/// Moves a still-cancellable token to CF_W_CANCELLED or CF_W_IMMORTAL and
-/// settles every node (a linked token is not settled: 0): claimed ones run (cancel) or are discarded
+/// Moves a still-cancellable token to `terminal`, CF_W_CANCELLED (with
+/// CF_W_FAILED or not) or CF_W_IMMORTAL, and settles every node (a linked
+/// token is not settled: 0): claimed ones run (cancel) or are discarded
 /// (immortalize) in registration order, on this thread. Any thread; exactly
 /// one caller wins (returns 1), the rest return 0. Full CAS. Inside a
 /// callback the nodes are queued and run right after that callback returns
