@@ -151,7 +151,7 @@
 #define O_ADD    1   /* CancelToken.whenCancelled(handler): _meet, then _add / _register */
 #define O_REMOVE 2   /* CancelRegistration.remove() */
 #define O_DROP   3   /* the CancelRegistration goes out of scope */
-#define O_CANCEL 4   /* CancelTokenSource.cancel / a future completing: cf_token_settle(CANCELLED) */
+#define O_CANCEL 4   /* CancelTokenSource.cancel / a future completing: cf_token_settle(CANCELLED [| FAILED], not modelled: the core only tests the cancelled bit) */
 #define O_IMMORT 5   /* a source dying unset: cf_token_settle(IMMORTAL) */
 #define O_DCOUNT 6   /* cf_token_debug_count */
 #define O_SETF   7   /* Future a ._trySetFuture(Future b), forwarder node a+1 */

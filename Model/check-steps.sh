@@ -53,7 +53,7 @@ done
 # every atomic operation of cf_core.c is a step
 while IFS=: read -r n _; do
   [ -n "${covered[$n]:-}" ] || { echo "check-steps: cf_core.c:$n has an atomic operation no step names: $(sed -n "${n}p" "$csrc" | sed 's/^ *//')" >&2; fail=1; }
-done < <(grep -nE 'AO_(load|store|fetch_compare_and_swap|compare_and_swap|fetch_and_add)[a-z0-9_]*\(' "$csrc")
+done < <(grep -nE 'AO_(int_)?(load|store|fetch_compare_and_swap|compare_and_swap|fetch_and_add)[a-z0-9_]*\(' "$csrc")
 
 if [ "$fail" -ne 0 ]; then echo "check-steps: FAILED" >&2; exit 1; fi
 echo "check-steps: ${#covered[@]} steps match cf_core.c"
