@@ -99,6 +99,39 @@ private struct TrackedError: Error { let t: Tracked }
         #expect(deinits.value == 1)
     }
 
+    /// A failure takes the words a value would (the lock-free Future): kept
+    /// and destroyed once whatever the value type, failed at once, by a
+    /// source, copied by a flattening future and a `then`, and through a
+    /// link (a collapsing `catch` returning another step's pending output).
+    @Test func failuresOfEveryValueKindAreDestroyedExactlyOnce() {
+        func check<V: Sendable>(_: V.Type) {
+            let deinits = Counter()
+            do {
+                let failed = Future<V>.failed(TrackedError(t: Tracked(deinits)))
+                let s = FutureSource<V>(), inner = FutureSource<V>()
+                let (mapped, flat) = pendingCopies(of: s)
+                let returned = Log<Future<V>>()
+                let root = s.future.catch { (_: any Error) -> Future<V> in
+                    let linked = inner.future.then { $0 }
+                    returned.append(linked)
+                    return linked
+                }
+                s.trySetFailure(TrackedError(t: Tracked(deinits)))
+                inner.trySetFailure(TrackedError(t: Tracked(deinits)))
+                for f in [failed, s.future, mapped, flat, root] + returned.all {
+                    #expect(f.state == .failed && f.forceGetFailure() is TrackedError)
+                }
+                #expect(deinits.value == 0)
+            }
+            #expect(deinits.value == 3)
+        }
+        check(Int.self)
+        check(String.self)
+        check(Wide.self)
+        check(OverAligned.self)
+        check(Void.self)
+    }
+
     /// Any number of threads may read a completed future at once, directly
     /// and by copying it (a future set to it, a `then`). Under TSan this is
     /// the check: reads that took a modifying access to the stored value

@@ -61,6 +61,22 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(deinits.value == 1)
     }
 
+    /// `all` looks for an input that has already failed before it
+    /// registers: a pending input's token word holds a node's address,
+    /// never to be read as an outcome, whatever bits the address has.
+    @Test func allOfPendingInputsWithHandlersStaysPending() {
+        let a = FutureSource<Int>(), b = FutureSource<Int>()
+        var outputs: [Future<[Int]>] = []
+        for _ in 0..<64 {
+            a.future.thenDo { _ in }
+            outputs.append(Future.all([a.future, b.future]))
+        }
+        #expect(outputs.allSatisfy { $0.state == .pending })
+        a.trySetResult(1)
+        b.trySetResult(2)
+        #expect(outputs.allSatisfy { $0.result.flatMap { try? $0.get() } == [1, 2] })
+    }
+
     @Test func allWithAnImmortalInputLeavesNothingOnTheOtherInputs() {
         let longLived = FutureSource<Int>()
         for _ in 0..<1000 {

@@ -96,11 +96,11 @@ class _Node: @unchecked Sendable {
             _releaseUnlessLink(removingIt: linkPushed)
             _runAfterHop(to: q, unless: unless)
         case .immortalized(let linkPushed):
-            // Bookkeeping run either way never has a link.
-            if case .inlineWhenSettled = _policy { _run(); return }
+            // Both read before the link goes.
+            let runsAnyway = if case .inlineWhenSettled = _policy.threading { true } else { false }
             let unlessOwner = _policy.unlessOwner
             _releaseUnlessLink(removingIt: linkPushed)
-            _discarded(unless: unlessOwner)
+            if runsAnyway { _run() } else { _discarded(unless: unlessOwner) }
         case .removed(let byUnless):
             _releaseUnlessLink(removingIt: !byUnless)
             _removed(byUnless: byUnless)
@@ -113,6 +113,9 @@ class _Node: @unchecked Sendable {
     private func _releaseUnlessLink(removingIt: Bool) {
         guard case .linked(let link) = _policy else { return }
         _policy = .unlinked
+        // A removed link can stay in its list until a cleanup: it keeps
+        // nothing of ours (our queue) meanwhile.
+        link.targetPolicy = .inline
         if removingIt { link._removeFromUnless() }
     }
 

@@ -15,8 +15,10 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     @exclusivity(unchecked)
     var target: CancelRegistration?
     /// The threading `target`'s node was registered under, which its
-    /// `_policy` holds while linked (`_RunPolicy.linked`).
-    let targetPolicy: _RunPolicy
+    /// `_policy` holds while linked (`_RunPolicy.linked`); only that node
+    /// reads and clears it (when it releases this link).
+    @exclusivity(unchecked)
+    var targetPolicy: _RunPolicy
     let removeOnDiscard: Bool
 
     init(target: CancelRegistration, policy: _RunPolicy, on unlessOwner: AnyObject, removeOnDiscard: Bool) {
