@@ -113,9 +113,6 @@ class _Node: @unchecked Sendable {
     private func _releaseUnlessLink(removingIt: Bool) {
         guard case .linked(let link) = _policy else { return }
         _policy = .unlinked
-        // A removed link can stay in its list until a cleanup: it keeps
-        // nothing of ours (our queue) meanwhile.
-        link.targetPolicy = .inline
         if removingIt { link._removeFromUnless() }
     }
 

@@ -16,9 +16,10 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     var target: CancelRegistration?
     /// The threading `target`'s node was registered under, which its
     /// `_policy` holds while linked (`_RunPolicy.linked`); only that node
-    /// reads and clears it (when it releases this link).
-    @exclusivity(unchecked)
-    var targetPolicy: _RunPolicy
+    /// reads it. A removed link waiting in its list for a cleanup still
+    /// holds the node's queue, as many as the list's cleanup bound lets
+    /// wait (unlike `unlessOwner`, which would hold the list's own token).
+    let targetPolicy: _RunPolicy
     let removeOnDiscard: Bool
 
     init(target: CancelRegistration, policy: _RunPolicy, on unlessOwner: AnyObject, removeOnDiscard: Bool) {
