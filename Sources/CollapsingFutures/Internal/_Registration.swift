@@ -68,7 +68,7 @@ func _register(_ owner: AnyObject, _ node: _Node) -> Int32 {
     // is handed out, and the link pushed, only once the node is listed),
     // so this claim is its to win.
     guard cf_node_claim(node._ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 else { return r }
-    if cancelled { _inline { node._handle(.cancelled(linkPushed: false)) } } else { node._handle(.immortalized(linkPushed: false)) }
+    node._settleUnlisted(cancelled: cancelled)
     return r
 }
 

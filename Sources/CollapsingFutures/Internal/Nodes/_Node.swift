@@ -86,15 +86,15 @@ class _Node: @unchecked Sendable {
     final func _handle(_ event: _NodeEvent) {
         switch event {
         case .cancelled(let linkPushed):
-            guard let q = _hopQueue else {
-                _releaseUnlessLink(removingIt: linkPushed)
-                _run()
+            guard case .linked(let link) = _policy else {
+                if let q = _policy.hopQueue { _runAfterHop(to: q, unless: CancelToken(_owner: nil)) } else { _run() }
                 return
             }
+            let q = link.targetPolicy.hopQueue
             // The link's token, read only when the run hops.
-            let unless = CancelToken(_owner: _policy.unlessOwner)
+            let unless = q == nil ? nil : link.unlessOwner
             _releaseUnlessLink(removingIt: linkPushed)
-            _runAfterHop(to: q, unless: unless)
+            if let q { _runAfterHop(to: q, unless: CancelToken(_owner: unless)) } else { _run() }
         case .immortalized(let linkPushed):
             // Both read before the link goes.
             let runsAnyway = if case .inlineWhenSettled = _policy.threading { true } else { false }
@@ -109,22 +109,20 @@ class _Node: @unchecked Sendable {
         }
     }
 
+    /// A node whose registration found its token settled, and which won
+    /// its claim: runs it inline, or discards it, here (its link, never
+    /// pushed, is dropped). Out of line: a race with the settle, rare, and
+    /// kept out of `_register`, which its callers inline.
+    @inline(never)
+    final func _settleUnlisted(cancelled: Bool) {
+        if cancelled { _inline { _handle(.cancelled(linkPushed: false)) } } else { _handle(.immortalized(linkPushed: false)) }
+    }
+
     @inline(__always)
     private func _releaseUnlessLink(removingIt: Bool) {
         guard case .linked(let link) = _policy else { return }
         _policy = .unlinked
         if removingIt { link._removeFromUnless() }
-    }
-
-    /// Where `_run` must hop to under the threading contract (`_policy`);
-    /// nil to run inline.
-    @inline(__always)
-    final var _hopQueue: DispatchQueue? {
-        switch _policy.threading {
-        case .queue(let q): return q
-        case .mainQueueUnlessThere: return _isOnMain() ? nil : DispatchQueue.main
-        case .inline, .inlineWhenSettled, .linked, .unlinked: return nil
-        }
     }
 
     /// Runs this node on `queue` (`_handle(.hopped)` there).
@@ -133,9 +131,9 @@ class _Node: @unchecked Sendable {
         _hop(to: queue) { self._handle(.hopped(unless: unless)) }
     }
 
-    /// Records the threading contract for `_hopQueue`, on a node that has
-    /// none yet (the library's bookkeeping never gets one: its
-    /// `.inlineWhenSettled` must stay).
+    /// Records the threading contract (which `_RunPolicy.hopQueue` reads)
+    /// on a node that has none yet (the library's bookkeeping never gets
+    /// one: its `.inlineWhenSettled` must stay).
     @usableFromInline @inline(__always)
     final func _setThreading(_ queue: DispatchQueue?) {
         assert({ if case .inline = _policy { true } else { false } }(), "a node's threading is recorded once")

@@ -38,6 +38,17 @@ enum _RunPolicy {
         return self
     }
 
+    /// Where a run must hop to under this contract; nil to run inline
+    /// (and for a link: ask its `targetPolicy`).
+    @inline(__always)
+    var hopQueue: DispatchQueue? {
+        switch self {
+        case .queue(let q): return q
+        case .mainQueueUnlessThere: return _isOnMain() ? nil : DispatchQueue.main
+        case .inline, .inlineWhenSettled, .linked, .unlinked: return nil
+        }
+    }
+
     /// Whether an `unless` link was ever made.
     var hadUnlessLink: Bool {
         switch self {
