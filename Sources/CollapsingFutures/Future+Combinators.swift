@@ -217,7 +217,7 @@ extension Future {
             // it stands in the sequence: an immortal input before it, which
             // makes the output immortal at once, must not hide it (the
             // outcome must not depend on the inputs' order).
-            for f in inputs where f._word & (_wCancelled | _wFailed) == _wCancelled | _wFailed {
+            for f in inputs where _isFailure(f._word) {
                 out._trySet(.failure(f._root._storedError))
                 return []
             }

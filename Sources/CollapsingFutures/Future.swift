@@ -93,7 +93,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // before the token link, and the forwarder on the root completed
         // it. (A plain load: nothing else can touch the claim word any more.)
         if _fptr.pointee.claim >= UInt(CF_F_LINK_MIN) { _dropLink() }
-        if w & _wFailed != 0 {
+        if _isFailure(w) {
             _wordsAddress.assumingMemoryBound(to: (any Error).self).deinitialize(count: 1)
         } else if Self._inline {
             if !_isPOD(Value.self) { _wordsAddress.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
@@ -193,7 +193,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             return _wCancelled
         case .failure(let e):
             _wordsAddress.initializeMemory(as: (any Error).self, to: e)
-            return _wCancelled | _wFailed
+            return _wFailure
         }
     }
 
@@ -202,9 +202,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// `_FlattenNode`, whose methods are not specialized.
     @usableFromInline func _store(copying other: Future) -> UInt {
         if other._isLinked { return _store(copying: other._linkedRoot) }
-        if cf_token_load(other._ownTptr) & _wFailed != 0 {
+        if _isFailure(cf_token_load(other._ownTptr)) {
             _wordsAddress.initializeMemory(as: (any Error).self, to: other._storedError)
-            return _wCancelled | _wFailed
+            return _wFailure
         }
         if Self._inline {
             // A trivial value is its bits: copied as they are, without the
@@ -235,7 +235,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// The outcome stored in this future (not linked, completed): its own
     /// terminal word says which.
     @inlinable var _storedResult: Result<Value, any Error> {
-        if cf_token_load(_ownTptr) & _wFailed != 0 { return .failure(_storedError) }
+        if _isFailure(cf_token_load(_ownTptr)) { return .failure(_storedError) }
         return .success(_value)
     }
 
@@ -290,7 +290,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @inlinable func _state(claim c: UInt) -> FutureState {
         let w = cf_token_load(_ownTptr)
         if w & _wCancelled != 0 {
-            return w & _wFailed == 0 ? .succeeded : .failed
+            return _isFailure(w) ? .failed : .succeeded
         }
         if w & _wImmortal != 0 { return .immortal }
         // Linked: pending until its completer takes the claim through (to

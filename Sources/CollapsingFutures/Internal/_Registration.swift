@@ -88,9 +88,11 @@ func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
 @inlinable var _wCancelled: UInt { UInt(CF_W_CANCELLED) }
 @inlinable var _wImmortal: UInt { UInt(CF_W_IMMORTAL) }
 @inlinable var _wTerminal: UInt { UInt(CF_W_TERMINAL) }
-/// With `_wCancelled`: a future's outcome is a failure. Only in a
-/// cancelled word: in a pending one this bit belongs to a node's address.
-@inlinable var _wFailed: UInt { UInt(CF_W_FAILED) }
+/// A failed future's terminal word: cancelled, with CF_W_FAILED.
+@inlinable var _wFailure: UInt { _wCancelled | UInt(CF_W_FAILED) }
+/// Whether `w` is a failed future's terminal word. Both bits are tested:
+/// in a pending word, CF_W_FAILED's bit belongs to a node's address.
+@inlinable func _isFailure(_ w: UInt) -> Bool { w & _wFailure == _wFailure }
 
 /// Decides how a registration on the token stored in `owner` meets it.
 /// `queueBehindStartedWork`: a registration on a cancelled token made inside
