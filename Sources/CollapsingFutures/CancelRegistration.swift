@@ -34,13 +34,17 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
     @discardableResult
     public func remove() -> Bool {
         guard let removed = _remove(byUnless: false) else { return _neverRuns }
-        return removed || cf_node_state(_node.unsafelyUnwrapped._ptr) != UInt(CF_N_CLAIMED)
+        if removed { return true }
+        let node = _node.unsafelyUnwrapped._ptr
+        defer { cf_node_fields_released(node) }
+        return cf_node_state(node) != UInt(CF_N_CLAIMED)
     }
 
     /// `CancelRegistration(registered)`, `(removed)`, `(ran)` or
     /// `(never runs)` (discarded by an immortal token, or never registered).
     public var description: String {
         guard let node = _node else { return _neverRuns ? "CancelRegistration(never runs)" : "CancelRegistration(ran)" }
+        defer { cf_node_fields_released(node._ptr) }
         switch cf_node_state(node._ptr) {
         case UInt(CF_N_LIVE): return "CancelRegistration(registered)"
         case UInt(CF_N_REMOVED): return "CancelRegistration(removed)"
@@ -72,6 +76,8 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
 @inline(__always)
 func _removeNode(_ node: _Node, from owner: AnyObject, byUnless: Bool) -> Bool {
     Unmanaged.passUnretained(node)._withUnsafeGuaranteedRef { node in
+        // Its list's thread may keep it (cf_node_pool.h).
+        defer { cf_node_fields_released(node._ptr) }
         guard cf_node_remove(_tokenPtr(owner), node._ptr) != 0 else { return false }
         node._handle(.removed(byUnless: byUnless))
         return true

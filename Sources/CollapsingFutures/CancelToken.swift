@@ -76,14 +76,17 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     /// Threading: see the type's documentation.
     /// Cost: two allocations (the closure context and one node) on a
     /// still-cancellable token; on a cancelled one, none of ours inline and
-    /// one (the node) to run on `queue`.
+    /// one (the node) to run on `queue`. None for the node when this
+    /// thread has one to reuse: an earlier handler's, let go of on this
+    /// thread by its list once it ran or was removed and its registration
+    /// was dropped (a thread keeps up to 1,024 nodes).
     @inlinable @discardableResult
     public func whenCancelled(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                               _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {
         // The same token as both never runs.
         guard let owner = _owner, unless._owner !== owner else { return CancelRegistration(neverRuns: true) }
         return _attach(owner, queue, unless: unless, stopped: {}, never: {}, run: handler,
-                       node: { _HandlerNode(handler) })
+                       node: { _HandlerNode._make(handler) })
     }
 }
 

@@ -100,7 +100,8 @@ extern "C" {
 #endif
 
 /// Event passed to a node's callback. Every event also hands back the one
-/// reference the token's list held on the node (the callee releases it).
+/// reference the token's list held on the node (the callee owns it: it
+/// releases it, or keeps the node for reuse).
 typedef enum cf_event {
     CF_EV_RUN = 1,      ///< the token was cancelled and this node was claimed: run the handler
     CF_EV_DISCARD = 2,  ///< the token became immortal and this node was claimed: drop the handler unrun

@@ -212,7 +212,7 @@ func _chainStep<A, R>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: Can
                       _ f: @escaping (A) throws -> R, _ output: Future<R>,
                       _ step: @escaping _StepNode<A, R>.Step) {
     _attachContinuation(input, queue, unless, output, run: { step(input, f, output, $0) },
-                        node: { _StepNode(input, f, output, step) })
+                        node: { _StepNode._make(input, f, output, step) })
 }
 
 /// `_chainStep` for a collapsing step (`_FlatStepNode`: `then`, `catch`,
@@ -222,7 +222,7 @@ func _chainFlatStep<I, A, R>(_ input: Future<I>, _ queue: DispatchQueue?, _ unle
                              _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
                              _ step: @escaping _FlatStepNode<I, A, R>.Step) {
     _attachContinuation(input, queue, unless, output, run: { if let inner = step(input, f, output, $0) { output._trySetFuture(inner.takeRetainedValue()) } },
-                        node: { _FlatStepNode(input, f, output, step) })
+                        node: { _FlatStepNode._make(input, f, output, step) })
 }
 
 /// `_chainStep` for a `thenDo` (`_SinkNode`): nothing to fail or make
@@ -231,7 +231,7 @@ func _chainFlatStep<I, A, R>(_ input: Future<I>, _ queue: DispatchQueue?, _ unle
 func _chainSink<A>(_ input: Future<A>, _ queue: DispatchQueue?, _ unless: CancelToken,
                    _ f: @escaping (A) -> Void, _ step: @escaping _SinkNode<A>.Step) {
     _attachContinuation(input, queue, unless, nil, run: { if $0 { step(input, f) } },
-                        node: { _SinkNode(input, f, step) })
+                        node: { _SinkNode._make(input, f, step) })
 }
 
 /// `_attach` for a continuation on the future `input`: `run(ok)` runs it
@@ -328,7 +328,7 @@ extension CancelToken {
         guard let owner = _owner else { return CancelRegistration(neverRuns: true) }
         return _attach(owner, nil, unless: unless, inline: true, queueBehindStartedWork: false,
                        removeOnUnlessImmortal: removeOnUnlessImmortal,
-                       stopped: {}, never: {}, run: action, node: { _HandlerNode(action) })
+                       stopped: {}, never: {}, run: action, node: { _HandlerNode._make(action) })
     }
 
     /// Library bookkeeping that must happen once the token settles either
@@ -341,7 +341,7 @@ extension CancelToken {
         guard let owner = _owner else { action(); return CancelRegistration(neverRuns: false) }
         let r = _attach(owner, nil, unless: .immortal, inline: true, queueBehindStartedWork: false,
                         stopped: action, never: action, run: action,
-                        node: { let n = _HandlerNode(action); n._policy = .inlineWhenSettled; return n })
+                        node: { let n = _HandlerNode._make(action); n._policy = .inlineWhenSettled; return n })
         // Not pushed: `action` has run, whichever way the token settled.
         return r._node != nil ? r : CancelRegistration(neverRuns: false)
     }
@@ -366,7 +366,7 @@ extension CancelToken {
     func _add(_ node: _Node, unless: CancelToken, removeOnUnlessImmortal: Bool) -> Int32 {
         let owner = _owner.unsafelyUnwrapped
         let uo = unless._owner.unsafelyUnwrapped
-        let link = _UnlessNode(target: CancelRegistration(owner: owner, node: node), policy: node._policy,
+        let link = _UnlessNode._make(target: CancelRegistration(owner: owner, node: node), policy: node._policy,
                                on: uo, removeOnDiscard: removeOnUnlessImmortal)
         node._policy = .linked(link)
         let r = _register(owner, node)

@@ -46,6 +46,18 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
         super.init()
     }
 
+    /// A node for a collapsing step: a kept one if this thread has one.
+    @inlinable @inline(__always)
+    static func _make(_ input: Future<I>, _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
+                      _ step: @escaping Step) -> _FlatStepNode {
+        guard let n = _reused(as: _FlatStepNode.self) else { return _FlatStepNode(input, f, output, step) }
+        n.inputOrTarget = input
+        n.f = f
+        n.output = output
+        n.step = step
+        return n
+    }
+
     /// Takes the fields with plain loads and stores (see `_StepNode`).
     @inline(__always)
     private func _takeAll() -> (Step, Future<I>, (A) throws -> Future<R>, Future<R>)? {
@@ -111,4 +123,8 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
         // With `ok` false the step fails `output` and returns nil.
         if byUnless, let (s, i, f, o) = taken { _ = s(i, f, o, false) }
     }
+
+    /// Its fields are nil: each phase's run, discard and removal take
+    /// them (a node that became a forwarder is held by its new list).
+    @usableFromInline override func _keep() -> Bool { _keepCleared() }
 }

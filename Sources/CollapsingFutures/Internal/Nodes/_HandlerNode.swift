@@ -12,7 +12,16 @@ final class _HandlerNode: _Node, @unchecked Sendable {
         super.init()
     }
 
+    /// A node for `handler`: a kept one if this thread has one.
+    @inlinable @inline(__always) static func _make(_ handler: @escaping @Sendable () -> Void) -> _HandlerNode {
+        guard let n = _reused(as: _HandlerNode.self) else { return _HandlerNode(handler) }
+        n.handler = handler
+        return n
+    }
+
     @usableFromInline override func _run() { handler.take()?() }
     @usableFromInline override func _discard() { handler = nil }
     @usableFromInline override func _removed(byUnless: Bool) { handler = nil }
+    /// `handler` is nil: running, discarding and removing each drop it.
+    @usableFromInline override func _keep() -> Bool { _keepCleared() }
 }

@@ -7,6 +7,11 @@
 // holds one +1 reference on the node (handed back with every C callback); each
 // `CancelRegistration` holds another, so `remove()` is safe at any time.
 //
+// A node whose list hands back the last reference is dead: handlers,
+// `unless` links and steps are then kept on their thread's free list for
+// their class (cf_node_pool.h, `_keep`) and reused by the next registration
+// of that class there, which then allocates nothing for the node.
+//
 // Whoever wins the node's CAS out of LIVE (run, discard or remove) owns the
 // node's Swift fields from then on; before that only the registering thread
 // wrote them, and the C release-CAS that published the node orders those
@@ -14,7 +19,8 @@
 // dynamic exclusivity checks are turned off (`@exclusivity(unchecked)`): the
 // C core's CAS already makes every access exclusive.
 //
-// A node is registered once, with one exception: a flatten step's node
+// A node is registered once per life (a kept node starts a new one), with
+// one exception: a flatten step's node
 // (`_FlatStepNode`), once it has run, re-initialises its `cf_node` and
 // registers itself on another token as its output's forwarder. That is safe
 // only because nothing else can still touch its `cf_node` then: the drain
@@ -72,6 +78,35 @@ class _Node: @unchecked Sendable {
     /// `unless:` token, when it fired first or before a hop arrived.
     @usableFromInline func _removed(byUnless: Bool) {}
 
+    /// This node is dead (the caller holds its only reference): clears
+    /// what it still holds and keeps it on this thread's free list for its
+    /// class (cf_node_pool.h), which takes the caller's reference. False
+    /// when its class is not kept or the list is full: the caller frees it.
+    @usableFromInline func _keep() -> Bool { false }
+
+    /// `_keep` for the classes that are kept, once their own fields are
+    /// clear: `_policy` is cleared (it may hold a queue), then the node
+    /// goes on its class's free list.
+    @inlinable @inline(__always)
+    final func _keepCleared() -> Bool {
+        if case .inline = _policy {} else { _policy = .inline }
+        return cf_node_pool_keep(_classKey(type(of: self)), _ptr) != 0
+    }
+
+    /// Whether this thread keeps this node for reuse (tests: a node the
+    /// library no longer needs is freed or kept, holding nothing).
+    final var _isKeptOnThisThread: Bool { cf_node_pool_holds(_ptr) != 0 }
+
+    /// A node of class `T` taken from this thread's free list for it
+    /// (cf_node_pool.h), reinitialised for its next registration, its
+    /// fields cleared when it was kept; nil if there is none.
+    @inlinable @inline(__always)
+    static func _reused<T: _Node>(as _: T.Type) -> T? {
+        guard let c = cf_node_pool_take(_classKey(T.self)) else { return nil }
+        cf_node_init(c)
+        return Unmanaged<T>.fromOpaque(UnsafeRawPointer(c) - _nodeOffset).takeRetainedValue()
+    }
+
     /// The node's lifecycle, in one place: an event in, the node's action
     /// out. Its `unless` link goes first — removed from the `unless` token,
     /// or dropped when it was never pushed or is the one that fired — so a
@@ -123,12 +158,18 @@ class _Node: @unchecked Sendable {
         guard case .linked(let link) = _policy else { return }
         _policy = .unlinked
         if removingIt { link._removeFromUnless() }
+        // Read (and, removing it, written) here; kept by its list's thread.
+        cf_node_fields_released(link._ptr)
     }
 
     /// Runs this node on `queue` (`_handle(.hopped)` there).
     @usableFromInline
     final func _runAfterHop(to queue: DispatchQueue, unless: CancelToken) {
-        _hop(to: queue) { self._handle(.hopped(unless: unless)) }
+        _hop(to: queue) {
+            self._handle(.hopped(unless: unless))
+            // The thread that sent the hop may keep it (cf_node_pool.h).
+            cf_node_fields_released(self._ptr)
+        }
     }
 
     /// Records the threading contract (which `_RunPolicy.hopQueue` reads)
@@ -145,6 +186,12 @@ class _Node: @unchecked Sendable {
     }
 }
 
+/// The key of a node class's free lists (cf_node_pool.h): its metadata.
+@inlinable @inline(__always)
+func _classKey(_ cls: _Node.Type) -> UnsafeRawPointer {
+    unsafeBitCast(cls, to: UnsafeRawPointer.self)
+}
+
 /// Where a node's `cf_node` lies in the node object: right after the Swift
 /// object header (two words on 64-bit), being its first stored property, of
 /// pointer alignment, where `_getUnsafePointerToStoredProperties` puts it
@@ -154,13 +201,33 @@ var _nodeOffset: Int { 2 * MemoryLayout<UInt>.size }
 
 /// The C callback of every node (`CF_NODE_EVENT` in cf_core.h): takes
 /// back the reference the list (or the drain queue) held on the node object
-/// whose `cf_node` is `c`, and performs the event.
+/// whose `cf_node` is `c`, and performs the event. When that reference is
+/// then the only one (`cf_is_only_reference`: no registration, link or hop
+/// holds the node), the node is dead and is kept for reuse (`_keep`)
+/// instead of freed.
 @_cdecl("cf_swift_node_event") @usableFromInline
 func _nodeEvent(_ c: UnsafeMutablePointer<cf_node>, _ event: Int32) {
-    let node = Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(c) - _nodeOffset).takeRetainedValue()
-    if event == Int32(CF_EV_RUN.rawValue) {
-        node._handle(.cancelled(linkPushed: true))
-    } else if event == Int32(CF_EV_DISCARD.rawValue) {
-        node._handle(.immortalized(linkPushed: true))
+    let object = UnsafeRawPointer(c) - _nodeOffset
+    let node = Unmanaged<_Node>.fromOpaque(object)
+    node._withUnsafeGuaranteedRef { node in
+        if event == Int32(CF_EV_RUN.rawValue) {
+            node._handle(.cancelled(linkPushed: true))
+        } else if event == Int32(CF_EV_DISCARD.rawValue) {
+            node._handle(.immortalized(linkPushed: true))
+        }
     }
+    if cf_is_only_reference(object) != 0 {
+        cf_node_fields_acquired(c)
+        if node._withUnsafeGuaranteedRef({ $0._keep() }) { return }
+    } else {
+        // Another holder's thread may keep it (cf_node_pool.h).
+        cf_node_fields_released(c)
+    }
+    node.release()
+}
+
+/// Frees a kept node as its thread exits (cf_node_pool.c).
+@_cdecl("cf_swift_node_free")
+func _nodeFree(_ c: UnsafeMutablePointer<cf_node>) {
+    Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(c) - _nodeOffset).release()
 }

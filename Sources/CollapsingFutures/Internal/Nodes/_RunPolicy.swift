@@ -29,7 +29,8 @@ enum _RunPolicy {
     /// The link was removed or dropped, once the node settled (its contract
     /// read first). The link may still hold a registration that calls
     /// `cf_node_remove` on the node (a cancel of `unless` racing the run),
-    /// so the node is never registered again.
+    /// so the node is not registered again while that registration is
+    /// held (it is kept for reuse only once nothing holds it).
     case unlinked
 
     /// The contract, read through the link while there is one.

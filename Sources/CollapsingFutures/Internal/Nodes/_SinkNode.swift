@@ -20,6 +20,16 @@ final class _SinkNode<A: Sendable>: _Node, @unchecked Sendable {
         super.init()
     }
 
+    /// A node for a `thenDo`: a kept one if this thread has one.
+    @inlinable @inline(__always)
+    static func _make(_ input: Future<A>, _ f: @escaping (A) -> Void, _ step: @escaping Step) -> _SinkNode {
+        guard let n = _reused(as: _SinkNode.self) else { return _SinkNode(input, f, step) }
+        n.input = input
+        n.f = f
+        n.step = step
+        return n
+    }
+
     /// Takes the fields with plain loads and stores (see `_StepNode`).
     @inline(__always)
     private func _takeAll() -> (Step, Future<A>, (A) -> Void)? {
@@ -39,4 +49,7 @@ final class _SinkNode<A: Sendable>: _Node, @unchecked Sendable {
     @usableFromInline override func _removed(byUnless: Bool) {
         _ = _takeAll()
     }
+
+    /// Its fields are nil: running, discarding and removing each take them.
+    @usableFromInline override func _keep() -> Bool { _keepCleared() }
 }

@@ -28,6 +28,17 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
         super.init()
     }
 
+    /// A node for a step: a kept one if this thread has one.
+    @inlinable @inline(__always)
+    static func _make(_ input: Future<A>, _ f: @escaping (A) throws -> R, _ output: Future<R>, _ step: @escaping Step) -> _StepNode {
+        guard let n = _reused(as: _StepNode.self) else { return _StepNode(input, f, output, step) }
+        n.input = input
+        n.f = f
+        n.output = output
+        n.step = step
+        return n
+    }
+
     /// Takes the fields (plain loads and stores: these methods are not
     /// specialized, and `Optional.take()` on a generic function type would
     /// look up its metadata on every step). Each load is followed at once by
@@ -60,4 +71,7 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
         let taken = _takeAll()
         if byUnless, let (s, i, f, o) = taken { s(i, f, o, false) }
     }
+
+    /// Its fields are nil: running, discarding and removing each take them.
+    @usableFromInline override func _keep() -> Bool { _keepCleared() }
 }

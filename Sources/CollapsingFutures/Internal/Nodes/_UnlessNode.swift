@@ -19,8 +19,10 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     /// reads it. A removed link waiting in its list for a cleanup still
     /// holds the node's queue, as many as the list's cleanup bound lets
     /// wait (unlike `unlessOwner`, which would hold the list's own token).
-    let targetPolicy: _RunPolicy
-    let removeOnDiscard: Bool
+    @exclusivity(unchecked)
+    var targetPolicy: _RunPolicy
+    @exclusivity(unchecked)
+    var removeOnDiscard: Bool
 
     init(target: CancelRegistration, policy: _RunPolicy, on unlessOwner: AnyObject, removeOnDiscard: Bool) {
         self.unlessOwner = unlessOwner
@@ -29,12 +31,34 @@ final class _UnlessNode: _Node, @unchecked Sendable {
         self.removeOnDiscard = removeOnDiscard
     }
 
+    /// A link for `target`: a kept one if this thread has one.
+    @inline(__always)
+    static func _make(target: CancelRegistration, policy: _RunPolicy, on unlessOwner: AnyObject,
+                      removeOnDiscard: Bool) -> _UnlessNode {
+        guard let n = _reused(as: _UnlessNode.self) else {
+            return _UnlessNode(target: target, policy: policy, on: unlessOwner, removeOnDiscard: removeOnDiscard)
+        }
+        n.unlessOwner = unlessOwner
+        n.target = target
+        n.targetPolicy = policy
+        n.removeOnDiscard = removeOnDiscard
+        return n
+    }
+
     override func _run() { target.take()?._removeByUnless() }
     override func _discard() {
         let t = target.take()
         if removeOnDiscard { t?._removeQuietly() }
     }
     override func _removed(byUnless: Bool) { target = nil }
+    /// `target` is nil (running, discarding and removing each drop it);
+    /// the `unless` token's owner (still held when the link ran or was
+    /// discarded) and the threading go.
+    override func _keep() -> Bool {
+        unlessOwner = nil
+        if case .inline = targetPolicy {} else { targetPolicy = .inline }
+        return _keepCleared()
+    }
 
     /// Removes this link from its `unless` token: its node settled first.
     func _removeFromUnless() {
