@@ -79,7 +79,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
     /// one (the node) to run on `queue`. None for the node when this
     /// thread has one to reuse: an earlier handler's, let go of on this
     /// thread by its list once it ran or was removed and its registration
-    /// was dropped (a thread keeps up to 1,024 nodes).
+    /// was dropped (a thread keeps up to 1,024 nodes of a kind).
     @inlinable @discardableResult
     public func whenCancelled(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                               _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {

@@ -165,20 +165,27 @@ private func keptCount(_ cls: _Node.Type) -> Int {
         #expect(box.node == nil)
     }
 
-    /// A thread keeps CF_NODE_POOL_MAX nodes; the rest are freed.
+    /// A thread keeps CF_NODE_LIST_MAX nodes of a class; the rest are
+    /// freed, and the other classes still have room.
     @Test func aThreadKeepsABoundedNumberOfNodes() {
         final class Box: @unchecked Sendable {
             weak var last: _Node?
             var kept = 0
+            var stepsKept = 0
         }
         let box = Box()
         onNewThread {
             let s = CancelTokenSource()
-            for _ in 0..<(2 * Int(CF_NODE_POOL_MAX)) { box.last = s.token.whenCancelled {}._node }
+            for _ in 0..<(2 * Int(CF_NODE_LIST_MAX)) { box.last = s.token.whenCancelled {}._node }
             s.cancel()   // runs them in order: the first ones are kept
             box.kept = keptCount(_HandlerNode.self)
+            let source = FutureSource<Int>()
+            _ = source.future.then { $0 + 1 }
+            source.trySetResult(1)
+            box.stepsKept = keptCount(_StepNode<Int, Int>.self)
         }
-        #expect(box.kept == Int(CF_NODE_POOL_MAX))
+        #expect(box.kept == Int(CF_NODE_LIST_MAX))
         #expect(box.last == nil)
+        #expect(box.stepsKept == 1)
     }
 }

@@ -13,7 +13,8 @@
 // again.
 //
 // The lists belong to one thread: no atomics. A thread keeps at most
-// CF_NODE_POOL_MAX nodes in all (the rest are freed as usual). What a
+// CF_NODE_LIST_MAX nodes of a class and CF_NODE_POOL_MAX in all (the rest
+// are freed as usual). What a
 // thread keeps is freed when it exits, through a pthread key's destructor
 // that calls the Swift layer's cf_swift_node_free for each node; the main
 // thread's stay until the process ends.
@@ -35,10 +36,11 @@ extern "C" {
 /// empty list may be taken over by another class. When all of them hold
 /// other classes' nodes, its nodes are not kept.
 enum { CF_POOL_SLOT_BITS = 5, CF_POOL_SLOTS = 1 << CF_POOL_SLOT_BITS, CF_POOL_PROBES = 4 };
-/// Nodes a thread keeps, in all: a token with this many handlers
-/// registered and cancelled on one thread reuses all of them (about
-/// 100 KiB of nodes at most).
-enum { CF_NODE_POOL_MAX = 1024 };
+/// Nodes a thread keeps of one class (a token with this many handlers
+/// registered and cancelled on one thread reuses all of them), and in all
+/// (about 400 KiB of nodes at most): what a class keeps leaves room for
+/// others.
+enum { CF_NODE_LIST_MAX = 1024, CF_NODE_POOL_MAX = 4096 };
 
 typedef struct cf_node_list {
     const void *_Nullable cls;
@@ -92,9 +94,9 @@ static inline cf_node *_Nullable cf_node_pool_take(const void *cls) {
 }
 
 /// Keeps the dead node `n` of class `cls` (the caller's reference goes to
-/// the list): 1, or 0 if this thread keeps CF_NODE_POOL_MAX nodes already
-/// or `cls` has no list and no empty one is within reach (the caller
-/// frees it). This thread only. Inline: one per dead node of a kept class.
+/// the list): 1, or 0 if its list or this thread keeps as many nodes as
+/// it may, or `cls` has no list and no empty one is within reach (the
+/// caller frees it). This thread only. Inline: one per dead node of a kept class.
 static inline int cf_node_pool_keep(const void *cls, cf_node *n) {
     cf_node_pool *pool = &cf_node_pool_here;
     if (pool->kept >= CF_NODE_POOL_MAX || (!pool->watched && !cf_node_pool_watch())) return 0;
@@ -108,6 +110,7 @@ static inline int cf_node_pool_keep(const void *cls, cf_node *n) {
         if (!l) return 0;
         l->cls = cls;
     }
+    if (l->count >= CF_NODE_LIST_MAX) return 0;
     n->next = l->head;
     l->head = n;
     l->count++;
