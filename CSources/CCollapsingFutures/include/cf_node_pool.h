@@ -14,10 +14,10 @@
 //
 // The lists belong to one thread: no atomics. A thread keeps at most
 // CF_NODE_LIST_MAX nodes of a class and CF_NODE_POOL_MAX in all (the rest
-// are freed as usual). What a
-// thread keeps is freed when it exits, through a pthread key's destructor
-// that calls the Swift layer's cf_swift_node_free for each node; the main
-// thread's stay until the process ends.
+// are freed as usual). What a thread keeps is freed when it exits,
+// through a pthread key's destructor that calls the Swift layer's
+// cf_swift_node_free for each node; the main thread's stay until the
+// process ends.
 #ifndef CF_NODE_POOL_H
 #define CF_NODE_POOL_H
 
@@ -71,20 +71,26 @@ static inline unsigned cf_node_pool_home(const void *cls) {
     return (unsigned)(((uint64_t)(uintptr_t)cls * 0x9E3779B97F4A7C15ull) >> (64 - CF_POOL_SLOT_BITS));
 }
 
-/// This thread's list of class `cls`, or NULL if it has none.
-static inline cf_node_list *_Nullable cf_node_pool_list(const void *cls) {
+/// This thread's list of class `cls`, or NULL if it has none; with
+/// `claiming`, an empty list within reach is given to `cls` when it has
+/// none (NULL if there is none either).
+static inline cf_node_list *_Nullable cf_node_pool_list(const void *cls, int claiming) {
     unsigned home = cf_node_pool_home(cls);
+    cf_node_list *empty = NULL;
     for (unsigned i = 0; i < CF_POOL_PROBES; i++) {
         cf_node_list *l = &cf_node_pool_here.lists[(home + i) % CF_POOL_SLOTS];
         if (l->cls == cls) return l;
+        if (!empty && !l->head) empty = l;
     }
-    return NULL;
+    if (!claiming || !empty) return NULL;
+    empty->cls = cls;
+    return empty;
 }
 
 /// Takes a kept node of class `cls`, or NULL. This thread only. Inline:
 /// one per registration of a kept class.
 static inline cf_node *_Nullable cf_node_pool_take(const void *cls) {
-    cf_node_list *l = cf_node_pool_list(cls);
+    cf_node_list *l = cf_node_pool_list(cls, 0);
     cf_node *n = l ? l->head : NULL;
     if (!n) return NULL;
     l->head = n->next;
@@ -100,17 +106,8 @@ static inline cf_node *_Nullable cf_node_pool_take(const void *cls) {
 static inline int cf_node_pool_keep(const void *cls, cf_node *n) {
     cf_node_pool *pool = &cf_node_pool_here;
     if (pool->kept >= CF_NODE_POOL_MAX || (!pool->watched && !cf_node_pool_watch())) return 0;
-    cf_node_list *l = cf_node_pool_list(cls);
-    if (!l) {
-        unsigned home = cf_node_pool_home(cls);
-        for (unsigned i = 0; i < CF_POOL_PROBES && !l; i++) {
-            cf_node_list *e = &pool->lists[(home + i) % CF_POOL_SLOTS];
-            if (!e->head) l = e;
-        }
-        if (!l) return 0;
-        l->cls = cls;
-    }
-    if (l->count >= CF_NODE_LIST_MAX) return 0;
+    cf_node_list *l = cf_node_pool_list(cls, 1);
+    if (!l || l->count >= CF_NODE_LIST_MAX) return 0;
     n->next = l->head;
     l->head = n;
     l->count++;
