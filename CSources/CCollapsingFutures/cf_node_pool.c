@@ -47,14 +47,9 @@ static void free_pools(void *unused) {
     cf_node_pool *pool = &cf_node_pool_here;
     pool->watched = 0;
     for (int slot = 0; slot < CF_POOL_SLOTS; slot++) {
-        cf_node_list *l = &pool->lists[slot];
-        while (l->head) {
-            cf_node *n = l->head;
-            l->head = n->next;
-            l->count--;
-            pool->kept--;
-            cf_swift_node_free(n);
-        }
+        const void *cls = pool->lists[slot].cls;
+        cf_node *n;
+        while (cls && (n = cf_node_pool_take(cls))) cf_swift_node_free(n);
     }
 }
 
