@@ -38,19 +38,13 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
     @exclusivity(unchecked) @usableFromInline var output: Future<R>?
     @exclusivity(unchecked) @usableFromInline var step: Step?
 
-    @inlinable @inline(__always) init(_ input: Future<I>, _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>, _ step: @escaping Step) {
-        self.inputOrTarget = input
-        self.f = f
-        self.output = output
-        self.step = step
-        super.init()
-    }
+    @inlinable @inline(__always) override init() { super.init() }
 
     /// A node for a collapsing step: a kept one if this thread has one.
     @inlinable @inline(__always)
     static func _make(_ input: Future<I>, _ f: @escaping (A) throws -> Future<R>, _ output: Future<R>,
                       _ step: @escaping Step) -> _FlatStepNode {
-        guard let n = _reused(as: _FlatStepNode.self) else { return _FlatStepNode(input, f, output, step) }
+        let n = _reused(as: _FlatStepNode.self) ?? _FlatStepNode()
         n.inputOrTarget = input
         n.f = f
         n.output = output

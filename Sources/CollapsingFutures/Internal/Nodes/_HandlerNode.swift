@@ -7,14 +7,11 @@ final class _HandlerNode: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline
     var handler: (@Sendable () -> Void)?
 
-    @inlinable @inline(__always) init(_ handler: @escaping @Sendable () -> Void) {
-        self.handler = handler
-        super.init()
-    }
+    @inlinable @inline(__always) override init() { super.init() }
 
     /// A node for `handler`: a kept one if this thread has one.
     @inlinable @inline(__always) static func _make(_ handler: @escaping @Sendable () -> Void) -> _HandlerNode {
-        guard let n = _reused(as: _HandlerNode.self) else { return _HandlerNode(handler) }
+        let n = _reused(as: _HandlerNode.self) ?? _HandlerNode()
         n.handler = handler
         return n
     }

@@ -45,9 +45,9 @@ class _Node: @unchecked Sendable {
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_node.self)
     }
 
-    /// Inlinable, so that a subclass's initializer, inlined into the caller
-    /// with the fields it stores, is not cut by an opaque call (around which
-    /// the optimizer keeps an extra retain and release of every field).
+    /// A node with its fields empty: each class's `_make` stores them, in a
+    /// new node or a kept one (`_reused`). Inlinable, as the subclasses'
+    /// `init()`, so that a new node's empty fields are known in the caller.
     @inlinable @inline(__always) init() {
         // The list's reference is taken in `_register`. The core's callback
         // for every node (`_nodeEvent`) finds this object from its

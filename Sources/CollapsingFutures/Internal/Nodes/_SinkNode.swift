@@ -13,17 +13,12 @@ final class _SinkNode<A: Sendable>: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var f: ((A) -> Void)?
     @exclusivity(unchecked) @usableFromInline var step: Step?
 
-    @inlinable @inline(__always) init(_ input: Future<A>, _ f: @escaping (A) -> Void, _ step: @escaping Step) {
-        self.input = input
-        self.f = f
-        self.step = step
-        super.init()
-    }
+    @inlinable @inline(__always) override init() { super.init() }
 
     /// A node for a `thenDo`: a kept one if this thread has one.
     @inlinable @inline(__always)
     static func _make(_ input: Future<A>, _ f: @escaping (A) -> Void, _ step: @escaping Step) -> _SinkNode {
-        guard let n = _reused(as: _SinkNode.self) else { return _SinkNode(input, f, step) }
+        let n = _reused(as: _SinkNode.self) ?? _SinkNode()
         n.input = input
         n.f = f
         n.step = step

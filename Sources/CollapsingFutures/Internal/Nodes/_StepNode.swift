@@ -20,18 +20,12 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var output: Future<R>?
     @exclusivity(unchecked) @usableFromInline var step: Step?
 
-    @inlinable @inline(__always) init(_ input: Future<A>, _ f: @escaping (A) throws -> R, _ output: Future<R>, _ step: @escaping Step) {
-        self.input = input
-        self.f = f
-        self.output = output
-        self.step = step
-        super.init()
-    }
+    @inlinable @inline(__always) override init() { super.init() }
 
     /// A node for a step: a kept one if this thread has one.
     @inlinable @inline(__always)
     static func _make(_ input: Future<A>, _ f: @escaping (A) throws -> R, _ output: Future<R>, _ step: @escaping Step) -> _StepNode {
-        guard let n = _reused(as: _StepNode.self) else { return _StepNode(input, f, output, step) }
+        let n = _reused(as: _StepNode.self) ?? _StepNode()
         n.input = input
         n.f = f
         n.output = output

@@ -20,24 +20,15 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     /// holds the node's queue, as many as the list's cleanup bound lets
     /// wait (unlike `unlessOwner`, which would hold the list's own token).
     @exclusivity(unchecked)
-    var targetPolicy: _RunPolicy
+    var targetPolicy = _RunPolicy.inline
     @exclusivity(unchecked)
-    var removeOnDiscard: Bool
-
-    init(target: CancelRegistration, policy: _RunPolicy, on unlessOwner: AnyObject, removeOnDiscard: Bool) {
-        self.unlessOwner = unlessOwner
-        self.target = target
-        self.targetPolicy = policy
-        self.removeOnDiscard = removeOnDiscard
-    }
+    var removeOnDiscard = false
 
     /// A link for `target`: a kept one if this thread has one.
     @inline(__always)
     static func _make(target: CancelRegistration, policy: _RunPolicy, on unlessOwner: AnyObject,
                       removeOnDiscard: Bool) -> _UnlessNode {
-        guard let n = _reused(as: _UnlessNode.self) else {
-            return _UnlessNode(target: target, policy: policy, on: unlessOwner, removeOnDiscard: removeOnDiscard)
-        }
+        let n = _reused(as: _UnlessNode.self) ?? _UnlessNode()
         n.unlessOwner = unlessOwner
         n.target = target
         n.targetPolicy = policy
