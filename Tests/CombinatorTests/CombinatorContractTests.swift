@@ -679,12 +679,13 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     }
 }
 
-/// The global pool (as wide as the machine has cores) blocked: timers must
-/// not need it. A canary queued on the pool before the timers start runs
-/// only when Dispatch adds a thread (its monitor does so about once a
-/// second): a timer's future that completes first did not wait for the
-/// pool. That order is the assertion, not a duration; an attempt where the
-/// monitor happened to act within the timers' 1 ms is tried again.
+/// The global pool blocked: timers must not need it. Blockers are queued
+/// on the pool until one does not start (every thread the pool has is
+/// blocked, however many earlier tests left idle); that one is the canary,
+/// which runs only when Dispatch adds a thread (its monitor does so about
+/// once a second): a timer's future that completes first did not wait for
+/// the pool. That order is the assertion, not a duration; an attempt where
+/// the monitor happened to act within the timers' 1 ms is tried again.
 @Suite struct TimersNeverWaitForABusyPool {
     @Test func timeoutsAndDelaysCompleteWhileEveryGlobalThreadIsBlocked() {
         var outcome = Self.attempt()
@@ -695,34 +696,42 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     }
 
     static func attempt() -> (completedBeforeCanary: Bool, timedOut: Bool, delayedValue: Int?) {
-        let width = ProcessInfo.processInfo.activeProcessorCount
-        let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         // Each blocker holds a global thread until `release` (within
         // `patience`: the bound only keeps a failure from hanging the suite).
-        for _ in 0..<width {
+        // The first `width` start (the pool has at least as many threads);
+        // a later one that has not started 50 ms after it was queued found
+        // no idle thread: it is the canary.
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        var blockers = 0
+        var canaryRan = Locked(false)
+        while blockers < 1024 {
+            let started = Locked(false), signal = DispatchSemaphore(value: 0)
             DispatchQueue.global().async {
-                started.signal()
+                started.withLock { $0 = true }
+                signal.signal()
                 _ = release.wait(timeout: patienceDeadline())
             }
+            blockers += 1
+            canaryRan = started
+            let deadline = blockers <= width ? patienceDeadline() : .now() + .milliseconds(50)
+            if signal.wait(timeout: deadline) == .timedOut { break }
         }
-        for _ in 0..<width { _ = started.wait(timeout: patienceDeadline()) }
-        let canaryRan = Locked(false)
-        DispatchQueue.global().async { canaryRan.withLock { $0 = true } }
+        let canary = canaryRan
         let done = DispatchSemaphore(value: 0)
         let ranFirst = Locked<[Bool]>([])
         let timedOut = Future<Int>.withTimeout(.milliseconds(1)) { t in FutureSource<Int>().future.unless(t) }
         let delayed = Future.delayed(1, by: .milliseconds(1))
         for f in [timedOut, delayed] {
             f.finallyDo(on: .completingThread) { _ in
-                let first = !canaryRan.withLock { $0 }
+                let first = !canary.withLock { $0 }
                 ranFirst.withLock { $0.append(first) }
                 done.signal()
             }
         }
         _ = done.wait(timeout: patienceDeadline())
         _ = done.wait(timeout: patienceDeadline())
-        for _ in 0..<width { release.signal() }
+        for _ in 0..<blockers { release.signal() }
         return (ranFirst.withLock { $0 } == [true, true], timedOut.hasFailedWithTimeout,
                 delayed.result.flatMap { try? $0.get() })
     }
