@@ -2,14 +2,18 @@
 ///
 /// Nothing stays registered after it returns: the task cancellation handler
 /// is gone, and the token's source dies with the call (an uncancelled token
-/// becomes immortal, discarding whatever `body` registered on it).
+/// becomes immortal, discarding whatever `body` registered on it). In this
+/// task, `await token.cancelled()` returns `true` when the task is
+/// cancelled.
 public func withCancelToken<R>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (CancelToken) async throws -> R
 ) async rethrows -> R {
     let source = CancelTokenSource()
     return try await withTaskCancellationHandler {
-        try await body(source.token)
+        try await _TaskCancelledTokens.$innermost.withValue(_TaskCancelledTokens(source.token)) {
+            try await body(source.token)
+        }
     } onCancel: {
         source.cancel()
     }

@@ -149,6 +149,53 @@ import TestSupport
         #expect(await waiter.value == false)
         #expect(s.token.canStillBeCancelled)
     }
+
+    /// A `Task(until:)`'s token cancels the task: the token came first, so
+    /// a wait for it in that task ends `true`, whenever the cancel lands
+    /// (before the task starts, while it registers, or while it waits).
+    @Test func aTaskCancelledByTheTokenItAwaitsSeesItCancelled() async throws {
+        let spin = Atomic<Int>(0)
+        for _ in 0..<1_000 {
+            let s = CancelTokenSource()
+            let task = Task(until: s.token) { await s.token.cancelled() }
+            for _ in 0..<Int.random(in: 0..<3_000) { spin.add(1, ordering: .relaxed) }
+            s.cancel()
+            #expect(try await task.value)
+        }
+    }
+
+    /// `withCancelToken`'s token is cancelled by the task's cancellation:
+    /// a wait for it (or for an enclosing call's token) in that task ends
+    /// `true`, not `false` as a wait for an unrelated token does.
+    @Test func cancellingATaskEndsAWaitForItsOwnTokenWithTrue() async {
+        let spin = Atomic<Int>(0)
+        let unrelated = CancelTokenSource()
+        for _ in 0..<1_000 {
+            let task = Task {
+                await withCancelToken { outer in
+                    await withCancelToken { inner in
+                        [await inner.cancelled(), await outer.cancelled(), await unrelated.token.cancelled()]
+                    }
+                }
+            }
+            for _ in 0..<Int.random(in: 0..<3_000) { spin.add(1, ordering: .relaxed) }
+            task.cancel()
+            #expect(await task.value == [true, true, false])
+        }
+        #expect(unrelated.token._liveRegistrationCount == 0)
+    }
+
+    /// Another task inherits the task-local that marks the token, but its
+    /// cancellation does not cancel the token: its wait ends `false`.
+    @Test func anotherTasksCancellationDoesNotCountAsTheTokens() async {
+        let (waited, stillCancellable) = await withCancelToken { token in
+            let other = Task { await token.cancelled() }
+            other.cancel()
+            return (await other.value, token.canStillBeCancelled)
+        }
+        #expect(waited == false)
+        #expect(stillCancellable)
+    }
 }
 
 @Suite struct WithCancelToken {

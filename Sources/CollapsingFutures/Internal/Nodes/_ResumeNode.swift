@@ -34,21 +34,29 @@ final class _ResumeNode<T: Sendable>: _Node, @unchecked Sendable {
     override func _removed(byUnless: Bool) { resume(onRemove) }
 
     /// Registers on `owner`'s token and suspends until it settles or the
-    /// calling task is cancelled (then the registration is removed).
-    func await(on owner: AnyObject) async throws -> T {
+    /// calling task is cancelled. Then the registration is removed, unless
+    /// the token is already cancelled (the node runs, or has run: the token
+    /// came first, or with the task, as a `Task(until:)`'s token does), or
+    /// `taskCancelEnds` is false: the task's cancellation cancels the token
+    /// itself (`withCancelToken`'s), so the token ends the wait.
+    func await(on owner: AnyObject, taskCancelEnds: Bool = true) async throws -> T {
         let registration = CancelRegistration(owner: owner, node: self)
+        @Sendable func taskCancelled() {
+            guard taskCancelEnds, cf_token_load(_tokenPtr(registration._owner.unsafelyUnwrapped)) & _wCancelled == 0 else { return }
+            registration.remove()
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
                 continuation = c   // before publication: the settler reads it after its CAS
                 _ = _register(owner, self)
                 // Acquiring-and-releasing: publishes the registration to the
                 // handler, and orders the handler's cancel before our remove.
-                if phase.exchange(1, ordering: .acquiringAndReleasing) == 2 { registration.remove() }
+                if phase.exchange(1, ordering: .acquiringAndReleasing) == 2 { taskCancelled() }
             }
         } onCancel: {
             // As above; the handler may run before the body (a task
             // cancelled already), then the body removes.
-            if phase.exchange(2, ordering: .acquiringAndReleasing) == 1 { registration.remove() }
+            if phase.exchange(2, ordering: .acquiringAndReleasing) == 1 { taskCancelled() }
         }
     }
 }
