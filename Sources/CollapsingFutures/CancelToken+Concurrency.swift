@@ -6,9 +6,13 @@ extension CancelToken {
     ///
     /// - Returns: `true` once cancelled; `false` if it is or becomes immortal,
     ///   or if the calling task is cancelled first (its handler is removed).
-    ///   A token that the task's cancellation cancels, as
-    ///   `withCancelToken`'s token (in the task that called it) or a
-    ///   `Task(until:)`'s token, returns `true` when either is cancelled.
+    ///   Where one cancellation causes the other, the token counts:
+    ///   `withCancelToken`'s token, awaited in the task that called it,
+    ///   returns `true` when that task is cancelled, and a `Task(until:)`
+    ///   awaiting its own token returns `true` when the token is cancelled.
+    ///   (A child task, `async let` or in a group, is cancelled before its
+    ///   parent's handlers run, so there a wait for the parent's
+    ///   `withCancelToken` token ends `false` when the parent is cancelled.)
     public func cancelled() async -> Bool {
         guard let owner = _owner else { return false }
         switch state {

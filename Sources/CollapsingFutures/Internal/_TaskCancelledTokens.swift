@@ -1,7 +1,8 @@
 /// The tokens that enclosing `withCancelToken` calls cancel when the task
-/// running them is cancelled, innermost first. A task-local: child tasks
-/// see their parent's, whose cancellation is not theirs, so each entry
-/// names its task.
+/// running them is cancelled, innermost first. A task-local: other tasks
+/// (children, and unstructured tasks made inside) see it too, but a
+/// cancellation of theirs cancels no token (a child's comes before its
+/// parent's handlers run), so each entry names its task.
 final class _TaskCancelledTokens: Sendable {
     @TaskLocal static var innermost: _TaskCancelledTokens?
 
