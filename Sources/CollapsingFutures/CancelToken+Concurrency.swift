@@ -12,7 +12,8 @@ extension CancelToken {
     ///   awaiting its own token returns `true` when the token is cancelled.
     ///   (A child task, `async let` or in a group, is cancelled before its
     ///   parent's handlers run, so there a wait for the parent's
-    ///   `withCancelToken` token ends `false` when the parent is cancelled.)
+    ///   `withCancelToken` token may end `false` when the parent is
+    ///   cancelled.)
     public func cancelled() async -> Bool {
         guard let owner = _owner else { return false }
         switch state {

@@ -185,23 +185,6 @@ import TestSupport
         #expect(unrelated.token._liveRegistrationCount == 0)
     }
 
-    /// A child task is cancelled before its parent's handlers run, so its
-    /// wait for the parent's `withCancelToken` token, registered before the
-    /// parent is cancelled, ends `false`, as `cancelled()` documents.
-    @Test func aChildTasksWaitForItsParentsTokenEndsFalse() async {
-        let token = Locked<CancelToken?>(nil)
-        let parent = Task {
-            await withCancelToken { t in
-                token.withLock { $0 = t }
-                async let waited = t.cancelled()
-                return await waited
-            }
-        }
-        #expect(await eventually { token.withLock { $0 }?._liveRegistrationCount == 1 })
-        parent.cancel()
-        #expect(await parent.value == false)
-    }
-
     /// Another task inherits the task-local that marks the token, but its
     /// cancellation does not cancel the token: its wait ends `false` (a
     /// wait left registered would never end: the time limit fails it).
