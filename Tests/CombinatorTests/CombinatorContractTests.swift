@@ -701,11 +701,13 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         // `patience`: the bound only keeps a failure from hanging the suite).
         // The first `width` start (the pool has at least as many threads);
         // a later one that has not started 50 ms after it was queued found
-        // no idle thread: it is the canary.
+        // no idle thread: it is the canary. At most 16 more than `width`:
+        // a pool that keeps adding threads (other tests queue work on it)
+        // is not held for long, and the attempt is tried again.
         let width = ProcessInfo.processInfo.activeProcessorCount
         var blockers = 0
         var canaryRan = Locked(false)
-        while blockers < 1024 {
+        while blockers < width + 16 {
             let started = Locked(false), signal = DispatchSemaphore(value: 0)
             DispatchQueue.global().async {
                 started.withLock { $0 = true }
