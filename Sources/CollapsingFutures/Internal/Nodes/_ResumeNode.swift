@@ -42,8 +42,7 @@ final class _ResumeNode<T: Sendable>: _Node, @unchecked Sendable {
     func await(on owner: AnyObject, taskCancelEnds: Bool = true) async throws -> T {
         let registration = CancelRegistration(owner: owner, node: self)
         @Sendable func taskCancelled() {
-            guard taskCancelEnds, cf_token_load(_tokenPtr(registration._owner.unsafelyUnwrapped)) & _wCancelled == 0 else { return }
-            registration.remove()
+            if taskCancelEnds && !CancelToken(_owner: registration._owner).isCancelled { registration.remove() }
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
