@@ -11,11 +11,15 @@ import CCollapsingFutures
 public final class CancelTokenSource: Sendable, CustomStringConvertible {
     @usableFromInline let _storage: _TokenStorage
     let _cancelOnDeinit: Bool
+    /// A deadline source's timer (`init(cancellingAfter:)`), whose payload
+    /// cancels the token; `nil` for every other source.
+    let _deadline: _Timer?
 
     /// A source whose token becomes immortal if this source dies uncancelled.
     public init() {
         _storage = _TokenStorage(terminal: 0)
         _cancelOnDeinit = false
+        _deadline = nil
     }
 
     /// A source whose token is also cancelled when `token` is.
@@ -26,6 +30,7 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     public init(until token: CancelToken) {
         _storage = _TokenStorage(terminal: 0)
         _cancelOnDeinit = false
+        _deadline = nil
         _link(to: token)
     }
 
@@ -34,9 +39,19 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     public init(cancelOnDeinit: Bool) {
         _storage = _TokenStorage(terminal: 0)
         _cancelOnDeinit = cancelOnDeinit
+        _deadline = nil
+    }
+
+    /// A source whose token `deadline` (a wheel timer) will cancel, unless
+    /// `deadline` is `nil` (never).
+    init(_storage storage: _TokenStorage, deadline: _Timer?) {
+        _storage = storage
+        _cancelOnDeinit = false
+        _deadline = deadline
     }
 
     deinit {
+        _deadline?.cancel()
         _storage.settle(_cancelOnDeinit ? _wCancelled : _wImmortal)
     }
 
@@ -49,11 +64,14 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     /// Cancels the token (no effect if it already was). Handlers run on this
     /// thread before it returns, unless it is called from inside a handler:
     /// then they run right after that handler returns.
-    public func cancel() { _storage.settle(_wCancelled) }
+    public func cancel() { tryCancel() }
 
     /// Cancels the token. Returns `false` if it was already cancelled.
     @discardableResult
-    public func tryCancel() -> Bool { _storage.settle(_wCancelled) }
+    public func tryCancel() -> Bool {
+        _deadline?.cancel()
+        return _storage.settle(_wCancelled)
+    }
 
     func _link(to parent: CancelToken) {
         let storage = _storage

@@ -3,6 +3,7 @@
 // contract, internal bookkeeping never hops to the main queue, timers and
 // arguments behave at the extremes.
 @_spi(Testing) @testable import CollapsingFutures
+import CCollapsingFutures
 import Dispatch
 import Foundation
 import Synchronization
@@ -666,14 +667,12 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(calls.value == 2)
     }
 
-    @Test func timerFuturesCompleteOffTheSharedTimerQueue() async {
-        let key = DispatchSpecificKey<Bool>()
-        _timerQueue.setSpecific(key: key, value: true)
+    @Test func timerFuturesCompleteOffTheWheelsDriverThread() async {
         let onTimerQueue = Locked<[Bool]>([])
         let fs = [Future.delayed(1, by: .milliseconds(1)),
                   Future<Int>.withTimeout(.milliseconds(1)) { t in FutureSource<Int>().future.unless(t) }.catch { _ in 0 },
                   Future<Int>.withTimeout(.milliseconds(1), until: CancelTokenSource().token) { _ in FutureSource<Int>().future }.catch { _ in 0 }]
-        for f in fs { f.finallyDo { _ in onTimerQueue.withLock { $0.append(DispatchQueue.getSpecific(key: key) ?? false) } } }
+        for f in fs { f.finallyDo { _ in onTimerQueue.withLock { $0.append(cf_wheel_on_driver_thread() != 0) } } }
         #expect(await eventually { onTimerQueue.withLock { $0.count } == 3 })
         #expect(onTimerQueue.withLock { $0 } == [false, false, false])
     }

@@ -1,62 +1,73 @@
+import CCollapsingFutures
 import Dispatch
 
-/// A one-shot Dispatch timer whose payload is released the moment it is
-/// cancelled (not when the deadline passes).
+/// A one-shot timer: a deadline on the core's timing wheel (cf_wheel.h),
+/// whose payload is released the moment it is cancelled (not when the
+/// deadline passes).
 ///
-/// Timers only complete futures: the payload runs on a serial queue of its
-/// own, never on the shared timer queue nor on a global queue. So a slow
-/// continuation of one timer's future delays no other timer, and a global
-/// pool saturated by blocking work (it is as wide as the machine has cores)
-/// delays none: a serial queue runs on Dispatch's overcommitting pool,
-/// which starts a thread when none is free.
-final class _Timer: @unchecked Sendable {  // DispatchSourceTimer is thread-safe
-    private let source: any DispatchSourceTimer
-    private let action: _Locked<(@Sendable () -> Void)?>
+/// The object is the wheel's entry: its first stored property is the C
+/// `cf_deadline`, found from the entry as a node is (`_nodeOffset`). The
+/// wheel holds one reference from arming until it hands the entry back
+/// (`_deadlineEvent`); whoever wins the entry's CAS out of ARMED — `cancel()`
+/// or the wheel's driver — owns `action` from then on, which is why the
+/// field needs no lock.
+///
+/// Timers only complete futures and cancel tokens: the payload runs on a
+/// serial queue of its own, never on the driver's thread nor on a global
+/// queue. So a slow continuation of one timer's future delays no other
+/// timer, and a global pool saturated by blocking work (it is as wide as
+/// the machine has cores) delays none: a serial queue runs on Dispatch's
+/// overcommitting pool, which starts a thread when none is free.
+final class _Timer: @unchecked Sendable {
+    /// Must stay the first stored property: the wheel's view of this timer.
+    private var _c = cf_deadline()
+    @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
+
+    private var _ptr: UnsafeMutablePointer<cf_deadline> {
+        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_deadline.self)
+    }
 
     /// A timer that runs `action` after `delay`, or `nil` when `delay` is
-    /// longer than `_Delay.never` (it would never fire: the caller treats
-    /// that as "never", and holds nothing for it).
+    /// 100 years or more (`_Delay.neverSeconds`: it would never fire; the
+    /// caller treats that as "never", and holds nothing for it).
     static func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> _Timer? {
         guard let ns = _Delay.nanoseconds(delay) else { return nil }
         return _Timer(ns, action)
     }
 
     private init(_ ns: Int64, _ action: @escaping @Sendable () -> Void) {
-        self.action = _Locked(action)
-        // A private serial queue (overcommitting): timers fire on time even
-        // while the global pool is saturated by blocking work.
-        source = DispatchSource.makeTimerSource(queue: _timerQueue)
-        source.schedule(deadline: .now() + .nanoseconds(Int(ns)), leeway: .nanoseconds(0))
-        // The handler keeps the timer alive until it fires or is cancelled
-        // (a cycle that both of those break).
-        source.setEventHandler { self.fire() }
-        source.activate()
+        self.action = action
+        assert(UnsafeRawPointer(_ptr) - _nodeOffset == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()),
+               "a timer's cf_deadline must be its first stored property")
+        // The wheel's reference, handed back by `_deadlineEvent`.
+        _ = Unmanaged.passRetained(self)
+        cf_deadline_arm(_ptr, UInt64(ns))
     }
 
-    /// The payload, taken out under the lock (and released by the caller
-    /// after it: its release can run deinit cascades — a source dying makes
-    /// its future immortal, running user code — which must not run under
-    /// our mutex).
-    private func takeAction() -> (@Sendable () -> Void)? {
-        action.withLock { a in defer { a = nil }; return a }
-    }
-
-    private func fire() {
-        let a = takeAction()
-        source.setEventHandler(handler: nil)
-        source.cancel()
-        // One queue per firing: cheaper than a queue per timer (most are
-        // cancelled before they fire), and a block keeps its queue alive.
-        if let a { DispatchQueue(label: "CollapsingFutures.timer-payload").async(execute: a) }
-    }
-
-    /// Stops the timer; the payload is released before this returns.
+    /// Stops the timer; the payload is released before this returns. No
+    /// effect once it has fired or was cancelled.
     func cancel() {
-        _ = takeAction()  // released here, after the lock
-        source.setEventHandler(handler: nil)
-        source.cancel()
+        if cf_deadline_cancel(_ptr) != 0 { action = nil }
+    }
+
+    /// Whether the deadline fired (its payload was handed to its queue).
+    var hasFired: Bool { cf_deadline_state(_ptr) == UInt(CF_D_FIRED) }
+
+    /// The wheel's driver won this timer: the payload goes to a queue of
+    /// its own (one per firing: cheaper than one per timer, as most are
+    /// cancelled before they fire, and a block keeps its queue alive).
+    fileprivate func fire() {
+        let a = action
+        action = nil
+        if let a { DispatchQueue(label: "CollapsingFutures.timer-payload").async(execute: a) }
     }
 }
 
-/// Where timers fire (and only hand their payload to a queue of its own).
-let _timerQueue = DispatchQueue(label: "CollapsingFutures.timers")
+/// The wheel's callback for every entry (cf_wheel.h): takes back the
+/// wheel's reference, and hands the payload on when the entry fired. Runs
+/// on the driver's thread.
+@_cdecl("cf_swift_deadline_event")
+func _deadlineEvent(_ d: UnsafeMutablePointer<cf_deadline>, _ event: Int32) {
+    let timer = Unmanaged<_Timer>.fromOpaque(UnsafeRawPointer(d) - _nodeOffset).takeRetainedValue()
+    if event == CF_DL_FIRE.rawValue { timer.fire() }
+}

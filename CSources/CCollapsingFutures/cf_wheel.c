@@ -1,0 +1,304 @@
+// cf_wheel.c — deadlines on one timing wheel. See cf_wheel.h for the essay.
+#include "cf_wheel.h"
+
+#include <atomic_ops.h>
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+_Static_assert(offsetof(cf_deadline, state) == 0, "entry state word first");
+
+#define W(p) ((volatile AO_t *)(p))
+
+enum { LEVELS = 6, SLOT_BITS = 6, SLOTS = 1 << SLOT_BITS };
+// Ticks the levels reach: 64^6 = 2^36 ms.
+#define MAX_TICKS (1ull << (LEVELS * SLOT_BITS))
+#define NEVER UINT64_MAX
+
+// ---- shared with arming and cancelling threads (atomics only) ------------
+static AO_t inbox;        // newest armed entry not yet taken by the driver
+static AO_t sleep_tick;   // the tick the driver sleeps until; 0 while awake
+static AO_t cancels;      // cancelled entries not yet dropped (signed: a
+                          // drop may be counted before its cancel)
+static AO_t sweep_at;     // cancels that make a sweep worth a wake-up
+static AO_t sweep_wanted; // 1 from the canceller that asked until the sweep
+static AO_t held_shown;   // `held`, for cf_wheel_debug_held
+
+static pthread_once_t started = PTHREAD_ONCE_INIT;
+static uint64_t epoch_ns;  // written once, before any entry is armed
+static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sleep_cond;
+static int woken;          // under sleep_lock
+static __thread int is_driver;
+
+// ---- the driver's own (its thread only) ----------------------------------
+static cf_deadline *_Nullable slots[LEVELS][SLOTS];
+static uint64_t occupied[LEVELS];
+static uint64_t elapsed;   // every slot before this tick has been processed
+static size_t held;        // entries in slots
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+// The tick the clock is in now (rounded down: a tick is reached only once
+// the clock is at or past its start).
+static uint64_t now_tick(void) { return (now_ns() - epoch_ns) / CF_WHEEL_TICK_NS; }
+
+static void wake(void) {
+    pthread_mutex_lock(&sleep_lock);
+    woken = 1;
+    pthread_cond_signal(&sleep_cond);
+    pthread_mutex_unlock(&sleep_lock);
+}
+
+// ---- the wheel -------------------------------------------------------------
+
+// Puts an armed entry in its slot, or on `due` (a stack) when its tick has
+// been reached.
+static void place(cf_deadline *d, cf_deadline *_Nullable *_Nonnull due) {
+    if (d->tick <= elapsed) {
+        d->next = *due;
+        *due = d;
+        return;
+    }
+    // Past the top level's reach it waits in the top level and is placed
+    // again when its slot comes (then nearer).
+    uint64_t when = d->tick - elapsed >= MAX_TICKS ? elapsed + MAX_TICKS - 1 : d->tick;
+    uint64_t masked = (elapsed ^ when) | (SLOTS - 1);
+    if (masked >= MAX_TICKS) masked = MAX_TICKS - 1;
+    unsigned level = (unsigned)(63 - __builtin_clzll(masked)) / SLOT_BITS;
+    unsigned slot = (unsigned)(when >> (level * SLOT_BITS)) & (SLOTS - 1);
+    d->next = slots[level][slot];
+    slots[level][slot] = d;
+    occupied[level] |= 1ull << slot;
+    held++;
+}
+
+// The earliest occupied slot: lower levels come due before higher ones, so
+// the first level with a slot has it. 0 when the wheel is empty.
+static int next_slot(unsigned *level, unsigned *slot, uint64_t *due_tick) {
+    for (unsigned l = 0; l < LEVELS; l++) {
+        if (occupied[l] == 0) continue;
+        unsigned shift = l * SLOT_BITS;
+        uint64_t slot_range = 1ull << shift, level_range = slot_range << SLOT_BITS;
+        unsigned now_slot = (unsigned)(elapsed >> shift) & (SLOTS - 1);
+        uint64_t rotated = now_slot ? (occupied[l] >> now_slot) | (occupied[l] << (SLOTS - now_slot)) : occupied[l];
+        unsigned s = ((unsigned)__builtin_ctzll(rotated) + now_slot) & (SLOTS - 1);
+        uint64_t start = (elapsed & ~(level_range - 1)) + s * slot_range;
+        // Only a top-level slot holding entries beyond the wheel's reach can
+        // lie behind the current one: it comes round in the next turn.
+        if (start <= elapsed) start += level_range;
+        *level = l;
+        *slot = s;
+        *due_tick = start;
+        return 1;
+    }
+    return 0;
+}
+
+// Acquire: a drop of a cancelled entry follows its canceller's CAS (the
+// payload is gone); an entry read as ARMED is claimed later by CAS.
+static int is_cancelled(const cf_deadline *d) {
+    return AO_load_acquire(W(&d->state)) == CF_D_CANCELLED;
+}
+
+// Hands the entry back to its owner, which releases the wheel's reference.
+static void drop(cf_deadline *d) { cf_swift_deadline_event(d, CF_DL_DROP); }
+
+// Empties a slot that came due: its entries are due, move down, or go.
+static size_t expire(unsigned level, unsigned slot, cf_deadline *_Nullable *_Nonnull due) {
+    size_t dropped = 0;
+    cf_deadline *d = slots[level][slot];
+    slots[level][slot] = NULL;
+    occupied[level] &= ~(1ull << slot);
+    while (d) {
+        cf_deadline *next = d->next;
+        held--;
+        if (is_cancelled(d)) { drop(d); dropped++; } else place(d, due);
+        d = next;
+    }
+    return dropped;
+}
+
+// Drops every cancelled entry in the wheel: O(held), once per
+// max(CF_WHEEL_SWEEP_MIN, held) cancels.
+static size_t sweep(void) {
+    size_t dropped = 0;
+    for (unsigned l = 0; l < LEVELS; l++) {
+        for (unsigned s = 0; s < SLOTS; s++) {
+            cf_deadline **link = &slots[l][s];
+            while (*link) {
+                cf_deadline *d = *link;
+                if (is_cancelled(d)) { *link = d->next; drop(d); dropped++; } else link = &d->next;
+            }
+            if (slots[l][s] == NULL) occupied[l] &= ~(1ull << s);
+        }
+    }
+    held -= dropped;
+    return dropped;
+}
+
+// Takes everything armed since the last look, in the order armed.
+static cf_deadline *_Nullable take_inbox(void) {
+    // Full CAS to 0: acquire pairs with the arming CAS (the entry's fields
+    // and its owner's payload were written before it).
+    AO_t head = AO_load(W(&inbox));
+    while (head) {
+        AO_t seen = AO_fetch_compare_and_swap_full(W(&inbox), head, 0);
+        if (seen == head) break;
+        head = seen;
+    }
+    cf_deadline *fifo = NULL, *d = (cf_deadline *)head;
+    while (d) {
+        cf_deadline *next = d->next;
+        d->next = fifo;
+        fifo = d;
+        d = next;
+    }
+    return fifo;
+}
+
+static void *_Nullable drive(void *_Nullable unused) {
+    (void)unused;
+    is_driver = 1;
+    for (;;) {
+        uint64_t now = now_tick();
+        size_t dropped = 0;
+        cf_deadline *due = NULL;
+        cf_deadline *arrived = take_inbox();
+        int brought = arrived != NULL;
+        while (arrived) {
+            cf_deadline *d = arrived;
+            arrived = d->next;
+            if (is_cancelled(d)) { drop(d); dropped++; } else place(d, &due);
+        }
+        // The canceller that asked for this sweep, or one that crossed the
+        // mark while the last one was asked for.
+        if (AO_load(W(&sweep_wanted)) || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at))) {
+            dropped += sweep();
+            // Full: the store comes before the load of `cancels` below
+            // (before sleeping), as a canceller's add comes before its CAS
+            // of this flag: one of the two sees the other.
+            AO_store(W(&sweep_wanted), 0);
+            AO_nop_full();
+        }
+        unsigned level, slot;
+        uint64_t due_tick;
+        while (next_slot(&level, &slot, &due_tick) && due_tick <= now) {
+            elapsed = due_tick;
+            dropped += expire(level, slot, &due);
+        }
+        if (elapsed < now) elapsed = now;
+        // Fire what is due. Full CAS out of ARMED: exactly one of the driver
+        // and a canceller wins the entry (and its payload); acquire, so the
+        // driver sees the payload as armed.
+        while (due) {
+            cf_deadline *d = due;
+            due = d->next;
+            if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
+                cf_swift_deadline_event(d, CF_DL_FIRE);
+            } else {
+                drop(d);
+                dropped++;
+            }
+        }
+        // Full add: ordered with the sweep flag and mark as above; the
+        // relaxed stores of the mark and the debug count need no order.
+        if (dropped) AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
+        AO_store(W(&sweep_at), held > CF_WHEEL_SWEEP_MIN ? held : CF_WHEEL_SWEEP_MIN);
+        AO_store(W(&held_shown), held);
+
+        uint64_t target = next_slot(&level, &slot, &due_tick) ? due_tick : NEVER;
+        if (brought && target > now + CF_WHEEL_IDLE_TICKS) target = now + CF_WHEEL_IDLE_TICKS;
+        // Publish the tick, then look at the inbox and the sweep count once
+        // more. Full fence between the store and the loads: an arm pushes
+        // (full CAS) before it reads the tick, so either it sees this tick
+        // and wakes us for an earlier deadline, or we see its entry here.
+        AO_store(W(&sleep_tick), target);
+        AO_nop_full();
+        if (AO_load(W(&inbox)) != 0 || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at))) {
+            AO_store(W(&sleep_tick), 0);
+            continue;
+        }
+        pthread_mutex_lock(&sleep_lock);
+        if (target == NEVER) {
+            while (!woken) pthread_cond_wait(&sleep_cond, &sleep_lock);
+        } else {
+            uint64_t at = epoch_ns + target * CF_WHEEL_TICK_NS;
+            struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
+            while (!woken && pthread_cond_timedwait(&sleep_cond, &sleep_lock, &ts) != ETIMEDOUT) {}
+        }
+        woken = 0;
+        pthread_mutex_unlock(&sleep_lock);
+        // Relaxed: an arm that still reads the old tick wakes us once more
+        // at worst (the flag makes the next sleep return at once).
+        AO_store(W(&sleep_tick), 0);
+    }
+    return NULL;
+}
+
+static void start(void) {
+    epoch_ns = now_ns();
+    AO_store(W(&sweep_at), CF_WHEEL_SWEEP_MIN);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+#ifndef __APPLE__
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+#endif
+    pthread_cond_init(&sleep_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_attr_t thread_attr;
+    pthread_attr_init(&thread_attr);
+    pthread_attr_setdetachstate(&thread_attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    pthread_create(&thread, &thread_attr, drive, NULL);
+    pthread_attr_destroy(&thread_attr);
+}
+
+void cf_deadline_arm(cf_deadline *d, uint64_t delay_ns) {
+    pthread_once(&started, start);
+    uint64_t now = now_ns() - epoch_ns;
+    uint64_t when = delay_ns > NEVER - now ? NEVER : now + delay_ns;
+    // Rounded up: due at the first tick at or after the deadline.
+    uint64_t tick = when / CF_WHEEL_TICK_NS + (when % CF_WHEEL_TICK_NS != 0);
+    d->tick = tick;
+    d->state = CF_D_ARMED;
+    // Full CAS: release publishes the entry (plain writes above and the
+    // owner's payload) to the driver's acquiring take; full, so the load of
+    // the sleep tick below is not ordered before the push (the driver's
+    // side of that pairing is in drive()). The observed head is only ever
+    // stored as `next`, so the push is ABA-free.
+    AO_t head = AO_load(W(&inbox));
+    for (;;) {
+        d->next = (cf_deadline *)head;
+        AO_t seen = AO_fetch_compare_and_swap_full(W(&inbox), head, (AO_t)d);
+        if (seen == head) break;
+        head = seen;
+    }
+    if (tick < AO_load(W(&sleep_tick))) wake();
+}
+
+int cf_deadline_cancel(cf_deadline *d) {
+    // Full CAS out of ARMED: exactly one of the canceller and the driver
+    // wins the entry; acquire, so the winner sees the payload as armed.
+    // After it the entry may be dropped by the driver at any time: it is
+    // not read again here (the caller's reference keeps its memory).
+    if (!AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_CANCELLED)) return 0;
+    // Full add, then the flag's CAS: a driver that clears the flag and then
+    // reads the count sees this add, or this CAS sees the cleared flag.
+    AO_t n = AO_fetch_and_add1_full(W(&cancels)) + 1;
+    if ((intptr_t)n >= (intptr_t)AO_load(W(&sweep_at)) && AO_compare_and_swap_full(W(&sweep_wanted), 0, 1)) wake();
+    return 1;
+}
+
+uintptr_t cf_deadline_state(const cf_deadline *d) {
+    // Acquire: a caller that sees FIRED or CANCELLED sees the winner's writes.
+    return AO_load_acquire(W(&d->state));
+}
+
+size_t cf_wheel_debug_held(void) { return AO_load(W(&held_shown)); }
+
+int cf_wheel_on_driver_thread(void) { return is_driver; }

@@ -1,0 +1,136 @@
+// cf_wheel.h — every timer of the library: deadlines on one timing wheel.
+//
+// Why: a server gives every request a deadline, and nearly every deadline
+// is cancelled long before it is due. A Dispatch timer per deadline costs a
+// registration through Dispatch's manager thread (cross-thread wake-ups)
+// and several allocations. Here a deadline is one small entry: arming it is
+// a push on a lock-free inbox, cancelling it is one CAS, and one driver
+// thread per process owns the wheel and sleeps until the earliest deadline.
+//
+// The entry (cf_deadline): a state word, a link and the deadline, at a fixed
+// place in an allocation owned by the caller (a Swift object in
+// CollapsingFutures, after its header), which the callback finds from the
+// entry. Its state is CF_D_ARMED, then exactly one of CF_D_CANCELLED
+// (cf_deadline_cancel won) or CF_D_FIRED (the driver won): whoever wins the
+// CAS out of ARMED owns the payload, so a cancelled entry's payload is
+// released at once by its canceller, never at the deadline.
+//
+// The wheel (driver thread only, no atomics): 6 levels of 64 slots; a slot
+// of level L spans 64^L ticks of 1 ms, so the levels reach 2^36 ms, about
+// 2.2 years (a later deadline waits in the top level and is placed again
+// when its slot comes). An entry goes to the level of the highest 6-bit
+// group in which its tick differs from the wheel's, so insert is O(1); a
+// 64-bit occupancy mask per level finds the next occupied slot by a rotate
+// and a count of trailing zeros. When a slot of level L comes due its
+// entries are due or move down to a lower level (at most 5 moves each).
+//
+// Reclaiming: a cancelled entry stays linked in the wheel (its payload is
+// already gone) until the driver drops it. Cancels are counted; once they
+// reach max(CF_WHEEL_SWEEP_MIN, entries the wheel holds), the canceller that
+// crosses the mark wakes the driver, which sweeps every slot and drops
+// what was cancelled. So the wheel holds at most about twice its live
+// entries plus CF_WHEEL_SWEEP_MIN, at amortized O(1) per cancel.
+//
+// Precision: never early. A deadline of `when` ns is due at tick
+// ceil((when - epoch) / 1 ms); the driver fires it once the clock has
+// reached that tick. So it is late by at most one tick plus scheduling.
+//
+// Waking: the driver publishes the tick it will sleep until, then looks at
+// the inbox once more (both with full fences); an arm pushes (full CAS),
+// then reads that tick and wakes the driver only if its own deadline is
+// earlier. One of the two sees the other's write (no lost wake-up). While
+// the driver is awake the published tick is 0, so arms never wake it. With
+// an empty wheel after a wake that brought entries, the driver sleeps at
+// most CF_WHEEL_IDLE_TICKS, so a stream of arms whose entries are cancelled
+// before the driver sees them wakes it at most that often, not once each.
+//
+// The functions at a glance:
+//
+//   function                 callers                           atomics (ordering)
+//   cf_deadline_arm          any thread, with everything       CAS (full); load (full)
+//   cf_deadline_cancel       any thread; races the driver      CAS (full); add (full);
+//                                                              loads; CAS (full) to wake
+//   cf_deadline_state        any thread                        load (acquire)
+//   cf_wheel_debug_held      any thread (tests, benchmark)     load
+//   cf_wheel_on_driver_thread any thread (tests)               none (thread-local)
+//   the driver (cf_wheel.c)  its own thread                    swap of the inbox (full);
+//                                                              CAS out of ARMED (full);
+//                                                              stores and loads (full)
+//
+// Callbacks (cf_swift_deadline_event) run on the driver thread, after the
+// entry's fate is settled, and take back the wheel's reference.
+#ifndef CF_WHEEL_H
+#define CF_WHEEL_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#pragma clang assume_nonnull begin
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// A deadline: three words.
+typedef struct cf_deadline {
+    uintptr_t state;                       ///< AO_t: CF_D_*; CAS only
+    /// In the inbox: the entry pushed before it. In a slot: the next entry
+    /// of that slot. Written by the arming thread before the push, then by
+    /// the driver only.
+    struct cf_deadline *_Nullable next;
+    uint64_t tick;                         ///< due at this tick (1 ms) of the wheel
+} cf_deadline;
+
+enum { CF_D_ARMED = 0, CF_D_CANCELLED = 1, CF_D_FIRED = 2 };
+
+/// Events of cf_swift_deadline_event. Each also hands back the wheel's
+/// reference on the entry (the callee releases it).
+typedef enum cf_deadline_event {
+    CF_DL_FIRE = 1,  ///< the driver won the entry: hand its payload on to run
+    CF_DL_DROP = 2,  ///< the entry was cancelled: only release the reference
+} cf_deadline_event;
+
+/// The callback of every entry: the Swift layer's (`_Timer.swift`). Runs on
+/// the driver thread; must not block (it hands the payload on).
+void cf_swift_deadline_event(cf_deadline *_Nonnull d, int event);
+
+/// 1 ms: the wheel's resolution.
+#define CF_WHEEL_TICK_NS 1000000ull
+/// Cancels counted before a sweep is worth a wake-up, at least.
+enum { CF_WHEEL_SWEEP_MIN = 1024 };
+/// The longest sleep with an empty wheel after entries came (ticks).
+enum { CF_WHEEL_IDLE_TICKS = 1000 };
+
+/// Arms `d` to fire `delay_ns` from now (clamped to about 292 years). Any
+/// thread, concurrently with everything; starts the driver thread on first
+/// use. The wheel takes the caller's reference on the entry's owner and
+/// hands it back through cf_swift_deadline_event, at the firing or, after
+/// a cancel, when the driver drops the entry. Initialises `d` (not armed
+/// before). Full CAS on the inbox: release publishes the entry's fields
+/// (and the owner's payload) to the driver; full, so that the load of the
+/// driver's sleep tick after it cannot be ordered before the push.
+void cf_deadline_arm(cf_deadline *d, uint64_t delay_ns);
+
+/// Cancels an armed entry (ARMED -> CANCELLED). Any thread, concurrently
+/// with the driver and with other cancels. 1 if this call won: the caller
+/// now owns the payload and releases it; 0 if it had fired or was already
+/// cancelled. Never waits.
+int cf_deadline_cancel(cf_deadline *d);
+
+/// Acquire load of an entry's state.
+uintptr_t cf_deadline_state(const cf_deadline *d);
+
+/// Entries the wheel holds (armed or cancelled, inbox excluded), as of the
+/// driver's last update. For tests and the benchmark.
+size_t cf_wheel_debug_held(void);
+
+/// 1 on the driver's thread (tests: no payload runs there).
+int cf_wheel_on_driver_thread(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#pragma clang assume_nonnull end
+
+#endif

@@ -1,0 +1,44 @@
+import CCollapsingFutures
+
+extension CancelTokenSource {
+    /// A deadline: a source whose token is cancelled once `duration` has
+    /// passed, unless `cancel()` came first.
+    ///
+    /// ```swift
+    /// let deadline = CancelTokenSource(cancellingAfter: .seconds(30))
+    /// let reply = client.fetch(request, unless: deadline.token)
+    /// ```
+    ///
+    /// - The token is cancelled no earlier than `duration` after this
+    ///   initializer is called, and at most about 1 ms plus scheduling
+    ///   later. Its handlers then run on a serial queue of the deadline's
+    ///   own (a handler registered on the main thread still runs on the
+    ///   main queue; `on:` still wins), never on the thread that created it,
+    ///   and never waiting for a global pool saturated by blocking work.
+    /// - A zero duration returns a source whose token is already cancelled.
+    ///   A duration of 100 years or more never fires: the token is
+    ///   cancelled only by `cancel()`.
+    /// - `cancel()` before the deadline cancels the token at once, on the
+    ///   calling thread, and the deadline goes with it.
+    /// - Released before the deadline without `cancel()`, the source's
+    ///   deadline goes at once — nothing stays armed, and nothing it holds
+    ///   waits for the deadline — and the token becomes immortal,
+    ///   discarding its handlers unrun, as for any source. Keep the source
+    ///   for as long as the deadline should stand.
+    /// - A negative duration is a programming error (stopped at once, with
+    ///   a message, in release builds too).
+    ///
+    /// Threading: create, cancel and release a deadline source on any
+    /// thread. Cost: one entry on the library's timing wheel (cf_wheel.h):
+    /// arming is a lock-free push, cancelling one compare-and-swap, and one
+    /// driver thread per process sleeps until the earliest deadline, so a
+    /// million pending deadlines cost what a thousand do per operation.
+    /// Every timer of the library (`delayed`, `withTimeout`, `timeout`,
+    /// `retrying`) is such a deadline.
+    public convenience init(cancellingAfter duration: Duration) {
+        _Delay.check(duration, "duration", of: "CancelTokenSource(cancellingAfter:)")
+        let storage = _TokenStorage(terminal: duration == .zero ? _wCancelled : 0)
+        let timer = duration == .zero ? nil : _Timer.after(duration) { storage.settle(_wCancelled) }
+        self.init(_storage: storage, deadline: timer)
+    }
+}
