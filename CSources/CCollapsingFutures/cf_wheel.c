@@ -3,6 +3,9 @@
 
 #include <atomic_ops.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -84,12 +87,15 @@ static int next_slot(unsigned *level, unsigned *slot, uint64_t *due_tick) {
         if (occupied[l] == 0) continue;
         unsigned shift = l * SLOT_BITS;
         uint64_t slot_range = 1ull << shift, level_range = slot_range << SLOT_BITS;
-        unsigned now_slot = (unsigned)(elapsed >> shift) & (SLOTS - 1);
-        uint64_t rotated = now_slot ? (occupied[l] >> now_slot) | (occupied[l] << (SLOTS - now_slot)) : occupied[l];
-        unsigned s = ((unsigned)__builtin_ctzll(rotated) + now_slot) & (SLOTS - 1);
+        // From the slot after the current one: the current slot of a level
+        // holds only entries of the level's next turn (this turn's went to
+        // a lower level), so it comes last, 64 slots on.
+        unsigned from = ((unsigned)(elapsed >> shift) + 1) & (SLOTS - 1);
+        uint64_t rotated = from ? (occupied[l] >> from) | (occupied[l] << (SLOTS - from)) : occupied[l];
+        unsigned s = ((unsigned)__builtin_ctzll(rotated) + from) & (SLOTS - 1);
         uint64_t start = (elapsed & ~(level_range - 1)) + s * slot_range;
-        // Only a top-level slot holding entries beyond the wheel's reach can
-        // lie behind the current one: it comes round in the next turn.
+        // A slot at or behind the current one comes round in the next turn
+        // (only the top level holds such: entries beyond the wheel's reach).
         if (start <= elapsed) start += level_range;
         *level = l;
         *slot = s;
@@ -124,7 +130,7 @@ static size_t expire(unsigned level, unsigned slot, cf_deadline *_Nullable *_Non
 }
 
 // Drops every cancelled entry in the wheel: O(held), once per
-// max(CF_WHEEL_SWEEP_MIN, held) cancels.
+// max(CF_WHEEL_SWEEP_MIN, held / 2) cancels.
 static size_t sweep(void) {
     size_t dropped = 0;
     for (unsigned l = 0; l < LEVELS; l++) {
@@ -175,16 +181,6 @@ static void *_Nullable drive(void *_Nullable unused) {
             arrived = d->next;
             if (is_cancelled(d)) { drop(d); dropped++; } else place(d, &due);
         }
-        // The canceller that asked for this sweep, or one that crossed the
-        // mark while the last one was asked for.
-        if (AO_load(W(&sweep_wanted)) || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at))) {
-            dropped += sweep();
-            // Full: the store comes before the load of `cancels` below
-            // (before sleeping), as a canceller's add comes before its CAS
-            // of this flag: one of the two sees the other.
-            AO_store(W(&sweep_wanted), 0);
-            AO_nop_full();
-        }
         unsigned level, slot;
         uint64_t due_tick;
         while (next_slot(&level, &slot, &due_tick) && due_tick <= now) {
@@ -205,18 +201,35 @@ static void *_Nullable drive(void *_Nullable unused) {
                 dropped++;
             }
         }
-        // Full add: ordered with the sweep flag and mark as above; the
-        // relaxed stores of the mark and the debug count need no order.
+        // After what is due has fired (a sweep of a big wheel takes a
+        // while): the canceller that asked for a sweep, or one that crossed
+        // the mark while the last one was asked for.
+        if (AO_load(W(&sweep_wanted)) || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at))) {
+            dropped += sweep();
+            // Full add, then the flag cleared with a full fence after it:
+            // the count is down before the flag says "ask again" (no second
+            // sweep for cancels already dropped), and the store comes before
+            // the load of `cancels` before sleeping, as a canceller's add
+            // comes before its CAS of this flag: one of the two sees the other.
+            AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
+            dropped = 0;
+            AO_store(W(&sweep_wanted), 0);
+            AO_nop_full();
+        }
+        // Full add, ordered with the flag and the mark as above; the relaxed
+        // stores of the mark and the debug count need no order.
         if (dropped) AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
-        AO_store(W(&sweep_at), held > CF_WHEEL_SWEEP_MIN ? held : CF_WHEEL_SWEEP_MIN);
+        // `held` counts the cancelled entries still in slots too: a sweep is
+        // due once cancels reach half of it (as many as the live ones).
+        AO_store(W(&sweep_at), held / 2 > CF_WHEEL_SWEEP_MIN ? held / 2 : CF_WHEEL_SWEEP_MIN);
         AO_store(W(&held_shown), held);
 
         uint64_t target = next_slot(&level, &slot, &due_tick) ? due_tick : NEVER;
         if (brought && target > now + CF_WHEEL_IDLE_TICKS) target = now + CF_WHEEL_IDLE_TICKS;
         // Publish the tick, then look at the inbox and the sweep count once
-        // more. Full fence between the store and the loads: an arm pushes
-        // (full CAS) before it reads the tick, so either it sees this tick
-        // and wakes us for an earlier deadline, or we see its entry here.
+        // more. Full fence between the store and the loads: an arm pushes,
+        // then reads the tick after a full fence, so either it sees this
+        // tick and wakes us for an earlier deadline, or we see its entry here.
         AO_store(W(&sleep_tick), target);
         AO_nop_full();
         if (AO_load(W(&inbox)) != 0 || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at))) {
@@ -228,8 +241,19 @@ static void *_Nullable drive(void *_Nullable unused) {
             while (!woken) pthread_cond_wait(&sleep_cond, &sleep_lock);
         } else {
             uint64_t at = epoch_ns + target * CF_WHEEL_TICK_NS;
-            struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
-            while (!woken && pthread_cond_timedwait(&sleep_cond, &sleep_lock, &ts) != ETIMEDOUT) {}
+            while (!woken) {
+#ifdef __APPLE__
+                // No monotonic clock for condition variables there: a
+                // relative wait, measured again after each wake-up.
+                uint64_t t = now_ns();
+                if (t >= at) break;
+                struct timespec rel = {(time_t)((at - t) / 1000000000ull), (long)((at - t) % 1000000000ull)};
+                if (pthread_cond_timedwait_relative_np(&sleep_cond, &sleep_lock, &rel) == ETIMEDOUT) break;
+#else
+                struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
+                if (pthread_cond_timedwait(&sleep_cond, &sleep_lock, &ts) == ETIMEDOUT) break;
+#endif
+            }
         }
         woken = 0;
         pthread_mutex_unlock(&sleep_lock);
@@ -254,8 +278,13 @@ static void start(void) {
     pthread_attr_init(&thread_attr);
     pthread_attr_setdetachstate(&thread_attr, PTHREAD_CREATE_DETACHED);
     pthread_t thread;
-    pthread_create(&thread, &thread_attr, drive, NULL);
+    int failed = pthread_create(&thread, &thread_attr, drive, NULL);
     pthread_attr_destroy(&thread_attr);
+    if (failed) {
+        // No driver: no timer of the process could ever fire. Say so.
+        fprintf(stderr, "CollapsingFutures: cannot start the timer thread (pthread_create: %s)\n", strerror(failed));
+        abort();
+    }
 }
 
 void cf_deadline_arm(cf_deadline *d, uint64_t delay_ns) {
@@ -267,10 +296,8 @@ void cf_deadline_arm(cf_deadline *d, uint64_t delay_ns) {
     d->tick = tick;
     d->state = CF_D_ARMED;
     // Full CAS: release publishes the entry (plain writes above and the
-    // owner's payload) to the driver's acquiring take; full, so the load of
-    // the sleep tick below is not ordered before the push (the driver's
-    // side of that pairing is in drive()). The observed head is only ever
-    // stored as `next`, so the push is ABA-free.
+    // owner's payload) to the driver's acquiring take. The observed head is
+    // only ever stored as `next`, so the push is ABA-free.
     AO_t head = AO_load(W(&inbox));
     for (;;) {
         d->next = (cf_deadline *)head;
@@ -278,6 +305,11 @@ void cf_deadline_arm(cf_deadline *d, uint64_t delay_ns) {
         if (seen == head) break;
         head = seen;
     }
+    // A full fence between the push and the load: libatomic_ops' full CAS
+    // is not ordered before a later plain load on every CPU (an
+    // acquire-release exclusive pair on ARM), and the driver's re-check
+    // relies on this order.
+    AO_nop_full();
     if (tick < AO_load(W(&sleep_tick))) wake();
 }
 

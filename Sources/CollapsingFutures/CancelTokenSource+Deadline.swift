@@ -6,7 +6,8 @@ extension CancelTokenSource {
     ///
     /// ```swift
     /// let deadline = CancelTokenSource(cancellingAfter: .seconds(30))
-    /// let reply = client.fetch(request, unless: deadline.token)
+    /// let reply = send(request, deadline.token)
+    /// reply.finallyDo { _ in withExtendedLifetime(deadline) {} }  // keeps the deadline until the reply
     /// ```
     ///
     /// - The token is cancelled no earlier than `duration` after this
@@ -24,7 +25,8 @@ extension CancelTokenSource {
     ///   deadline goes at once — nothing stays armed, and nothing it holds
     ///   waits for the deadline — and the token becomes immortal,
     ///   discarding its handlers unrun, as for any source. Keep the source
-    ///   for as long as the deadline should stand.
+    ///   for as long as the deadline should stand. Released once the
+    ///   deadline has passed, the token is cancelled.
     /// - A negative duration is a programming error (stopped at once, with
     ///   a message, in release builds too).
     ///

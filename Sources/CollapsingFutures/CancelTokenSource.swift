@@ -51,8 +51,10 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     }
 
     deinit {
-        _deadline?.cancel()
-        _storage.settle(_cancelOnDeinit ? _wCancelled : _wImmortal)
+        // A deadline that has already fired (its payload on its way) has
+        // passed: the token is cancelled, as the payload would do.
+        let deadlinePassed = _deadline.map { !$0.cancel() } ?? false
+        _storage.settle(_cancelOnDeinit || deadlinePassed ? _wCancelled : _wImmortal)
     }
 
     /// `CancelTokenSource(stillCancellable)` or `CancelTokenSource(cancelled)`.

@@ -26,19 +26,20 @@
 //
 // Reclaiming: a cancelled entry stays linked in the wheel (its payload is
 // already gone) until the driver drops it. Cancels are counted; once they
-// reach max(CF_WHEEL_SWEEP_MIN, entries the wheel holds), the canceller that
-// crosses the mark wakes the driver, which sweeps every slot and drops
-// what was cancelled. So the wheel holds at most about twice its live
-// entries plus CF_WHEEL_SWEEP_MIN, at amortized O(1) per cancel.
+// reach max(CF_WHEEL_SWEEP_MIN, half the entries the wheel holds, cancelled
+// ones included), the canceller that crosses the mark wakes the driver,
+// which sweeps every slot and drops what was cancelled. So the wheel holds
+// about twice its live entries plus CF_WHEEL_SWEEP_MIN at most, at
+// amortized O(1) per cancel.
 //
 // Precision: never early. A deadline of `when` ns is due at tick
 // ceil((when - epoch) / 1 ms); the driver fires it once the clock has
 // reached that tick. So it is late by at most one tick plus scheduling.
 //
 // Waking: the driver publishes the tick it will sleep until, then looks at
-// the inbox once more (both with full fences); an arm pushes (full CAS),
-// then reads that tick and wakes the driver only if its own deadline is
-// earlier. One of the two sees the other's write (no lost wake-up). While
+// the inbox once more, a full fence between the two; an arm pushes, then
+// reads that tick after a full fence and wakes the driver only if its own
+// deadline is earlier. One of the two sees the other's write (no lost wake-up). While
 // the driver is awake the published tick is 0, so arms never wake it. With
 // an empty wheel after a wake that brought entries, the driver sleeps at
 // most CF_WHEEL_IDLE_TICKS, so a stream of arms whose entries are cancelled
@@ -47,7 +48,7 @@
 // The functions at a glance:
 //
 //   function                 callers                           atomics (ordering)
-//   cf_deadline_arm          any thread, with everything       CAS (full); load (full)
+//   cf_deadline_arm          any thread, with everything       CAS (full); fence (full); load
 //   cf_deadline_cancel       any thread; races the driver      CAS (full); add (full);
 //                                                              loads; CAS (full) to wake
 //   cf_deadline_state        any thread                        load (acquire)
@@ -107,8 +108,8 @@ enum { CF_WHEEL_IDLE_TICKS = 1000 };
 /// hands it back through cf_swift_deadline_event, at the firing or, after
 /// a cancel, when the driver drops the entry. Initialises `d` (not armed
 /// before). Full CAS on the inbox: release publishes the entry's fields
-/// (and the owner's payload) to the driver; full, so that the load of the
-/// driver's sleep tick after it cannot be ordered before the push.
+/// (and the owner's payload) to the driver; then a full fence, so that the
+/// load of the driver's sleep tick cannot be ordered before the push.
 void cf_deadline_arm(cf_deadline *d, uint64_t delay_ns);
 
 /// Cancels an armed entry (ARMED -> CANCELLED). Any thread, concurrently

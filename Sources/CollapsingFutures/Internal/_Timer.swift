@@ -44,22 +44,27 @@ final class _Timer: @unchecked Sendable {
         cf_deadline_arm(_ptr, UInt64(ns))
     }
 
-    /// Stops the timer; the payload is released before this returns. No
-    /// effect once it has fired or was cancelled.
-    func cancel() {
-        if cf_deadline_cancel(_ptr) != 0 { action = nil }
+    /// Stops the timer; the payload is released before this returns.
+    /// `false` (no effect) once it has fired or was cancelled.
+    @discardableResult
+    func cancel() -> Bool {
+        guard cf_deadline_cancel(_ptr) != 0 else { return false }
+        action = nil
+        return true
     }
-
-    /// Whether the deadline fired (its payload was handed to its queue).
-    var hasFired: Bool { cf_deadline_state(_ptr) == UInt(CF_D_FIRED) }
 
     /// The wheel's driver won this timer: the payload goes to a queue of
     /// its own (one per firing: cheaper than one per timer, as most are
-    /// cancelled before they fire, and a block keeps its queue alive).
+    /// cancelled before they fire, and a block keeps its queue alive). The
+    /// block takes the payload out there, so it is released there too,
+    /// never on the driver's thread (its release can run deinits: a source
+    /// dying makes its future immortal, running user code).
     fileprivate func fire() {
-        let a = action
-        action = nil
-        if let a { DispatchQueue(label: "CollapsingFutures.timer-payload").async(execute: a) }
+        DispatchQueue(label: "CollapsingFutures.timer-payload").async { [self] in
+            let a = action
+            action = nil
+            a?()
+        }
     }
 }
 
