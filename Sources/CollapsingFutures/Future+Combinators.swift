@@ -90,8 +90,12 @@ extension Future {
         out._cancelOnSettle(timer)
         let result = operation(lifetime.token)
         let arrival = result.completionToken._whenSettledInline {
-            switch result.result {
-            case .success(let v)?:
+            // Immortal: it will never produce anything. The timer or
+            // `until` still fails the result; with neither able to, nobody
+            // holds its source any more and the result is immortal.
+            guard result._word & _wCancelled != 0 else { return }
+            switch result._result {
+            case .success(let v):
                 timer?.cancel()
                 // A late success (timed out) is cleaned up by its cancelled
                 // token. A delivered one lasts until `until`: a registration
@@ -101,14 +105,9 @@ extension Future {
                 if source.trySetResult(v) {
                     until._whenCancelledInline(unless: lifetime.token) { lifetime.cancel() }
                 }
-            case .failure(let e)?:
+            case .failure(let e):
                 timer?.cancel()
                 withExtendedLifetime(source) { end(.failure(e)) }
-            case nil:
-                // Immortal: it will never produce anything. The timer or
-                // `until` still fails the result; with neither able to, nobody
-                // holds its source any more and the result is immortal.
-                break
             }
         }
         // Once the result is settled (the timer or `until` first), what the
@@ -148,7 +147,8 @@ extension Future {
             attempt.cancel()
             if gone { source.trySetFailure(TimeoutError(after: timeout)) }
         }
-        out._cancelOnSettle(timer)
+        // No `_cancelOnSettle` here: the result settles only through the
+        // paths below, and each one that does not fire the timer cancels it.
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             guard let gone = stop.stop(.unless) else { return }
             // The timer can do nothing any more: it goes now, with what its
@@ -160,7 +160,7 @@ extension Future {
         }
         let result = operation(attempt.token)
         result.completionToken._whenSettledInline {
-            guard let r = result.result else {
+            guard result._word & _wCancelled != 0 else {
                 switch stop.operationGone() {
                 case .timeout?: source.trySetFailure(TimeoutError(after: timeout))
                 case .unless?: source.trySetFailedWithCancel()
@@ -168,6 +168,7 @@ extension Future {
                 }
                 return
             }
+            let r = result._result
             timer?.cancel()
             // A stop recorded first may not have cancelled the token yet:
             // cancel it here, before the answer is published (the
