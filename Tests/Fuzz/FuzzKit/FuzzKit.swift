@@ -50,6 +50,48 @@ final class HandlerRecord: @unchecked Sendable {
     }
 }
 
+/// A deadline source (`CancelTokenSource(cancellingAfter:)`) with one
+/// handler, and what happened to it: armed, cancelled or released by any
+/// thread while the wheel's driver may fire it.
+final class DeadlineRecord: @unchecked Sendable {
+    let duration: Duration
+    let fires: Bool          // a duration short enough to wait for
+    let token: CancelToken
+    let created = ContinuousClock.now
+    let runs = Cell(0)
+    let early = Cell(0)
+    let ranAfterCancelWon = Cell(0)   // 1: tryCancel() returned true and the handler had run on return
+    let cancelWon = Cell(0)
+    let cancelTried = Cell(0)   // set before any tryCancel: its run is no firing
+    private let lock = NSLock()
+    private var _source: CancelTokenSource?
+    init(_ kind: Int) {
+        let durations: [Duration] = [.zero, .microseconds(1), .microseconds(200), .milliseconds(2),
+                                     .seconds(3600), .seconds(100 * 365 * 86_400)]
+        duration = durations[kind % durations.count]
+        fires = duration < .seconds(1)
+        let s = CancelTokenSource(cancellingAfter: duration)
+        _source = s
+        token = s.token
+    }
+    /// tryCancel from any thread (nothing once released).
+    func cancel() {
+        guard let s = lock.withLock({ _source }) else { return }
+        cancelTried.store(1)
+        if s.tryCancel() {
+            cancelWon.store(1)
+            if runs.load() == 1 { ranAfterCancelWon.store(1) }
+        }
+    }
+    /// Releases the source: its deadline goes, its token becomes immortal
+    /// unless it was cancelled first.
+    func release() {
+        let old = lock.withLock { () -> CancelTokenSource? in defer { _source = nil }; return _source }
+        _ = old
+    }
+    var released: Bool { lock.withLock { _source == nil } }
+}
+
 /// A shareable atomic integer.
 final class Cell: Sendable {
     let v: Atomic<Int>
@@ -108,6 +150,9 @@ public func runProgram(_ data: [UInt8]) throws {
     if let e = outcome.error { throw e }
     // Everything the program made is gone now: every captured object must be freed.
     queue.sync {}
+    // A fired deadline releases its handler on the deadline's own queue,
+    // right after running it: wait for that (bounded) before counting.
+    _ = eventually { d.created.load(ordering: .relaxed) == d.freed.load(ordering: .relaxed) }
     let created = d.created.load(ordering: .relaxed), freed = d.freed.load(ordering: .relaxed)
     if created != freed {
         throw FuzzFailure(message: "\(created - freed) of \(created) captured objects leaked [program=\(data)]")
@@ -188,6 +233,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     let combinatorLog = Locked<[CombinatorRecord]>([])
     let thenLog = Locked<[ThenRecord]>([])
     let flattenLog = Locked<[(Int, Int, Bool)]>([])
+    let deadlineLog = Locked<[DeadlineRecord]>([])
 
     let tokensC = tokens, boxesC = boxes
     /// Pool token `i` as an `unless:` argument (`.immortal` for none).
@@ -197,7 +243,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
         let p = programs[me]
         var k = 0
         while k + 2 < p.count {
-            let op = Int(p[k]) % 17, variant = Int(p[k]) / 17 % 2, a = Int(p[k + 1]), b = Int(p[k + 2])
+            let op = Int(p[k]) % 19, variant = Int(p[k]) / 19 % 2, a = Int(p[k + 1]), b = Int(p[k + 2])
             k += 3
             let now = step.add(1, ordering: .relaxed).newValue
             let ti = a % nTokens, ui = b % nTokens
@@ -310,6 +356,25 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 let called = Cell(0)
                 let out = Future<Int>.withTimeout(.seconds(Int64.max), unless: tokensC[ui]) { _ in called.add(); return fA }
                 combinatorLog.withLock { $0.append(.timeout(a: fa, u: ui, called: called, out: out)) }
+            case 17:        // a deadline source, with a handler; then cancel it, release it or keep it
+                let r = DeadlineRecord(a)
+                let cap = Captured(d)
+                // Not capturing `r`: it holds the source, whose token holds this handler.
+                let (created, duration, tried, early, runs) = (r.created, r.duration, r.cancelTried, r.early, r.runs)
+                r.token.whenCancelled {
+                    _ = cap
+                    if tried.load() == 0 && ContinuousClock.now - created < duration { early.add() }
+                    runs.add()
+                }
+                deadlineLog.withLock { $0.append(r) }
+                switch b % 4 {
+                case 1: r.cancel()
+                case 2: r.release()
+                default: break   // kept: it fires, or a later op 18 races it
+                }
+            case 18:        // cancel or release any thread's deadline source
+                guard let r = deadlineLog.withLock({ $0.isEmpty ? nil : $0[a % $0.count] }) else { continue }
+                if b % 2 == 0 { r.cancel() } else { r.release() }
             default:        // tryCancel
                 if ti % threads == me { _ = boxesC[ti].source?.tryCancel() }
             }
@@ -365,6 +430,27 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 if let (_, prev) = lastRunByToken[r.token], order < prev { throw fail("FIFO order violated") }
                 lastRunByToken[r.token] = (r.registeredAt, order)
             }
+        }
+    }
+    for r in deadlineLog.withLock({ $0 }) {
+        // A kept short deadline fires (its handler runs on a queue of the
+        // deadline's own, right after the token is cancelled).
+        if r.fires && !r.released && !eventually({ r.token.isCancelled }) {
+            throw fail("a \(r.duration) deadline never fired")
+        }
+        if r.token.isCancelled && !eventually({ r.runs.load() == 1 }) {
+            throw fail("a cancelled deadline's handler ran \(r.runs.load()) times")
+        }
+        let state = r.token.state
+        if r.runs.load() > 1 { throw fail("a deadline's handler ran \(r.runs.load()) times") }
+        if (r.runs.load() == 1) != (state == .cancelled) { throw fail("a deadline's handler ran \(r.runs.load()) times, token \(state)") }
+        if r.early.load() != 0 { throw fail("a \(r.duration) deadline fired early") }
+        if r.cancelWon.load() == 1 && r.ranAfterCancelWon.load() != 1 {
+            throw fail("tryCancel() won but the handler had not run on its return")
+        }
+        if r.released && state == .stillCancellable { throw fail("a released deadline source's token is still cancellable") }
+        if !r.released && !r.fires && r.cancelWon.load() == 0 && state != .stillCancellable {
+            throw fail("a \(r.duration) deadline is \(state) without a cancel")
         }
     }
     for (i, s) in sentinels.enumerated() {
