@@ -34,6 +34,10 @@ struct MemoryProbe: Sendable {
                         grow: pendingThenGrowth),
             MemoryProbe(name: "pending future with one then", impl: "nio", item: "future", items: deep,
                         grow: nioPendingMapGrowth),
+            MemoryProbe(name: "pending operation under a 30 s timeout", impl: "lockfree", item: "operation", items: deep,
+                        grow: pendingTimeoutGrowth),
+            MemoryProbe(name: "pending operation under a 30 s timeout", impl: "nio", item: "operation", items: deep,
+                        grow: nioPendingTimeoutGrowth),
             MemoryProbe(name: "handler registered on a token", impl: "lockfree", item: "handler", items: deep,
                         grow: tokenHandlerGrowth),
             MemoryProbe(name: "handler registered on a token", impl: "nio", item: "handler", items: deep,
@@ -181,5 +185,40 @@ func residentBytes() -> Int {
     for _ in 0..<n { p.futureResult.whenSuccess { _ in } }
     let grown = residentBytes() - before
     p.succeed(0)
+    return grown
+}
+
+/// `n` pending operations, each under `withTimeout(30 s)`: the operation's
+/// future (its source kept) and the timed output, kept.
+@Sendable func pendingTimeoutGrowth(_ n: Int) -> Int {
+    let before = residentBytes()
+    var sources: [FutureSource<Int>] = [], outputs: [Future<Int>] = []
+    sources.reserveCapacity(n); outputs.reserveCapacity(n)
+    for _ in 0..<n {
+        let s = FutureSource<Int>()
+        outputs.append(Future<Int>.withTimeout(.seconds(30)) { _ in s.future })
+        sources.append(s)
+    }
+    let grown = residentBytes() - before
+    for s in sources { s.trySetResult(0) }
+    withExtendedLifetime(outputs) {}
+    return grown
+}
+
+/// The same with nio: `n` promises, each with a 30 s `scheduleTask` that
+/// fails it, cancelled when it completes.
+@Sendable func nioPendingTimeoutGrowth(_ n: Int) -> Int {
+    let loop = EmbeddedEventLoop()
+    let before = residentBytes()
+    var promises: [EventLoopPromise<Int>] = []
+    promises.reserveCapacity(n)
+    for _ in 0..<n {
+        let p = loop.makePromise(of: Int.self)
+        let task = loop.scheduleTask(in: .seconds(30)) { p.fail(BenchTimeoutError()) }
+        p.futureResult.whenComplete { _ in task.cancel() }
+        promises.append(p)
+    }
+    let grown = residentBytes() - before
+    for p in promises { p.succeed(0) }
     return grown
 }

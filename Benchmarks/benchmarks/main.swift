@@ -333,6 +333,7 @@ let nioAll: Body = { it in
 scenarios.append(Scenario(name: "all x1000", summary: "Future.all over 1,000 futures, then each set (per input future); nio: whenAllSucceed",
                           opsPerIteration: 1000, iterations: 200,
                           bodies: ["lockfree": lockfreeAll, "nio": nioAll]))
+scenarios += deadlineScenarios(quick: quick)
 scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrency: Task create + cancel + await (reference)",
                           opsPerIteration: 1, iterations: 20_000, bodies: ["swift-concurrency": taskCreateCancel]))
 
@@ -347,7 +348,7 @@ let memory: [(probe: MemoryProbe, bytesPerItem: Double)] = filter == nil && impl
 
 // MARK: run and report
 
-let columns = impls + ["nio-loop"]
+let columns = impls + ["nio-loop", "dispatch-timer"]
 var figures: [Figure] = []
 for s in scenarios where filter.map({ s.name.contains($0) }) ?? true {
     for impl in columns where implFilter.map({ impl == $0 }) ?? true {
@@ -356,6 +357,15 @@ for s in scenarios where filter.map({ s.name.contains($0) }) ?? true {
         figures.append(measure(s, impl, body))
     }
 }
+
+// Deadlines due together (a full run only, or when asked for by name).
+let burstName = "deadlines expiring together"
+let burst: BurstFigures? = implFilter == nil && (filter.map { burstName.contains($0) } ?? true)
+    ? { () -> BurstFigures in
+        if !json { FileHandle.standardError.write("\(burstName)...\n".data(using: .utf8)!) }
+        return deadlineBurst(quick ? 100_000 : 1_000_000)
+    }()
+    : nil
 
 @MainActor func fig(_ s: String, _ i: String) -> Figure? { figures.first { $0.scenario == s && $0.impl == i } }
 func fmt(_ x: Double) -> String { x >= 100 ? String(format: "%.0f", x) : String(format: "%.1f", x) }
@@ -386,8 +396,13 @@ if json {
         ["probe": m.probe.name, "impl": m.probe.impl, "item": m.probe.item, "items": m.probe.items,
          "bytes_per_item": m.bytesPerItem.isNaN ? NSNull() : m.bytesPerItem as Any]
     }
-    let document: [String: Any] = ["machine": Machine.current.json, "date": ISO8601DateFormatter().string(from: Date()),
+    var document: [String: Any] = ["machine": Machine.current.json, "date": ISO8601DateFormatter().string(from: Date()),
                                    "quick": quick, "figures": out, "memory": memoryFigures]
+    if let b = burst {
+        document["deadline_burst"] = ["deadlines": b.deadlines, "fired_per_second": b.firedPerSecond,
+                                      "late_median_ms": b.lateMedianMs, "late_p99_ms": b.lateP99Ms,
+                                      "late_max_ms": b.lateMaxMs, "early": b.early]
+    }
     let data = try! JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
     print(String(data: data, encoding: .utf8)!)
 } else {
@@ -420,6 +435,9 @@ if json {
             let bytes = m.bytesPerItem.isNaN ? "failed" : "\(String(format: "%.0f", m.bytesPerItem)) bytes per \(m.probe.item)"
             print("- \(m.probe.name), \(m.probe.items) (\(m.probe.impl)): \(bytes)")
         }
+    }
+    if let b = burst {
+        print("\n\(burstName): \(b.summary)")
     }
     print("\nscenarios:")
     for s in scenarios where names.contains(s.name) { print("- \(s.name): \(s.summary)") }
