@@ -248,6 +248,13 @@ func quickly(_ slow: Future<Response>) -> Future<Response> {
     slow.timeout(.seconds(2))
 }
 
+func handle(_ request: Request) -> Future<Response> {
+    let deadline = CancelTokenSource(cancellingAfter: .seconds(30))
+    let reply = send(request, deadline.token)
+    reply.finallyDo { _ in withExtendedLifetime(deadline) {} }
+    return reply
+}
+
 func fetchPatiently(for session: CancelTokenSource) -> Future<Response> {
     Future.retrying(upTo: 5, baseTimeout: .seconds(1), backoff: 2, until: session.token) { token in
         send(Request(), token)
