@@ -13,9 +13,6 @@ _Static_assert(offsetof(cf_deadline, state) == 0, "entry state word first");
 
 #define W(p) ((volatile AO_t *)(p))
 
-enum { LEVELS = 6, SLOT_BITS = 6, SLOTS = 1 << SLOT_BITS };
-// Ticks the levels reach: 64^6 = 2^36 ms.
-#define MAX_TICKS (1ull << (LEVELS * SLOT_BITS))
 #define NEVER UINT64_MAX
 
 // ---- shared with arming and cancelling threads (atomics only) ------------
@@ -35,10 +32,7 @@ static int woken;          // under sleep_lock
 static __thread int is_driver;
 
 // ---- the driver's own (its thread only) ----------------------------------
-static cf_deadline *_Nullable slots[LEVELS][SLOTS];
-static uint64_t occupied[LEVELS];
-static uint64_t elapsed;   // every slot before this tick has been processed
-static size_t held;        // entries in slots
+static cf_slots wheel;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -57,94 +51,23 @@ static void wake(void) {
     pthread_mutex_unlock(&sleep_lock);
 }
 
-// ---- the wheel -------------------------------------------------------------
-
-// Puts an armed entry in its slot, or on `due` (a stack) when its tick has
-// been reached.
-static void place(cf_deadline *d, cf_deadline *_Nullable *_Nonnull due) {
-    if (d->tick <= elapsed) {
-        d->next = *due;
-        *due = d;
-        return;
-    }
-    // Past the top level's reach it waits in the top level and is placed
-    // again when its slot comes (then nearer).
-    uint64_t when = d->tick - elapsed >= MAX_TICKS ? elapsed + MAX_TICKS - 1 : d->tick;
-    uint64_t masked = (elapsed ^ when) | (SLOTS - 1);
-    if (masked >= MAX_TICKS) masked = MAX_TICKS - 1;
-    unsigned level = (unsigned)(63 - __builtin_clzll(masked)) / SLOT_BITS;
-    unsigned slot = (unsigned)(when >> (level * SLOT_BITS)) & (SLOTS - 1);
-    d->next = slots[level][slot];
-    slots[level][slot] = d;
-    occupied[level] |= 1ull << slot;
-    held++;
-}
-
-// The earliest occupied slot: lower levels come due before higher ones, so
-// the first level with a slot has it. 0 when the wheel is empty.
-static int next_slot(unsigned *level, unsigned *slot, uint64_t *due_tick) {
-    for (unsigned l = 0; l < LEVELS; l++) {
-        if (occupied[l] == 0) continue;
-        unsigned shift = l * SLOT_BITS;
-        uint64_t slot_range = 1ull << shift, level_range = slot_range << SLOT_BITS;
-        // From the slot after the current one: the current slot of a level
-        // holds only entries of the level's next turn (this turn's went to
-        // a lower level), so it comes last, 64 slots on.
-        unsigned from = ((unsigned)(elapsed >> shift) + 1) & (SLOTS - 1);
-        uint64_t rotated = from ? (occupied[l] >> from) | (occupied[l] << (SLOTS - from)) : occupied[l];
-        unsigned s = ((unsigned)__builtin_ctzll(rotated) + from) & (SLOTS - 1);
-        uint64_t start = (elapsed & ~(level_range - 1)) + s * slot_range;
-        // A slot at or behind the current one comes round in the next turn
-        // (only the top level holds such: entries beyond the wheel's reach).
-        if (start <= elapsed) start += level_range;
-        *level = l;
-        *slot = s;
-        *due_tick = start;
-        return 1;
-    }
-    return 0;
-}
-
 // Acquire: a drop of a cancelled entry follows its canceller's CAS (the
 // payload is gone); an entry read as ARMED is claimed later by CAS.
 static int is_cancelled(const cf_deadline *d) {
     return AO_load_acquire(W(&d->state)) == CF_D_CANCELLED;
 }
 
-// Hands the entry back to its owner, which releases the wheel's reference.
-static void drop(cf_deadline *d) { cf_swift_deadline_event(d, CF_DL_DROP); }
-
-// Empties a slot that came due: its entries are due, move down, or go.
-static size_t expire(unsigned level, unsigned slot, cf_deadline *_Nullable *_Nonnull due) {
-    size_t dropped = 0;
-    cf_deadline *d = slots[level][slot];
-    slots[level][slot] = NULL;
-    occupied[level] &= ~(1ull << slot);
-    while (d) {
-        cf_deadline *next = d->next;
-        held--;
-        if (is_cancelled(d)) { drop(d); dropped++; } else place(d, due);
-        d = next;
+// Hands each entry of `gone` (cancelled) back to its owner, which releases
+// the wheel's reference; returns how many.
+static size_t drop_all(cf_deadline *_Nullable gone) {
+    size_t n = 0;
+    while (gone) {
+        cf_deadline *d = gone;
+        gone = d->next;
+        cf_swift_deadline_event(d, CF_DL_DROP);
+        n++;
     }
-    return dropped;
-}
-
-// Drops every cancelled entry in the wheel: O(held), once per
-// max(CF_WHEEL_SWEEP_MIN, held / 2) cancels.
-static size_t sweep(void) {
-    size_t dropped = 0;
-    for (unsigned l = 0; l < LEVELS; l++) {
-        for (unsigned s = 0; s < SLOTS; s++) {
-            cf_deadline **link = &slots[l][s];
-            while (*link) {
-                cf_deadline *d = *link;
-                if (is_cancelled(d)) { *link = d->next; drop(d); dropped++; } else link = &d->next;
-            }
-            if (slots[l][s] == NULL) occupied[l] &= ~(1ull << s);
-        }
-    }
-    held -= dropped;
-    return dropped;
+    return n;
 }
 
 // Takes everything armed since the last look, in the order armed.
@@ -172,22 +95,20 @@ static void *_Nullable drive(void *_Nullable unused) {
     is_driver = 1;
     for (;;) {
         uint64_t now = now_tick();
-        size_t dropped = 0;
-        cf_deadline *due = NULL;
+        cf_deadline *due = NULL, *gone = NULL;
         cf_deadline *arrived = take_inbox();
         int brought = arrived != NULL;
         while (arrived) {
             cf_deadline *d = arrived;
             arrived = d->next;
-            if (is_cancelled(d)) { drop(d); dropped++; } else place(d, &due);
+            if (is_cancelled(d)) {
+                d->next = gone;
+                gone = d;
+            } else {
+                cf_slots_place(&wheel, d, &due);
+            }
         }
-        unsigned level, slot;
-        uint64_t due_tick;
-        while (next_slot(&level, &slot, &due_tick) && due_tick <= now) {
-            elapsed = due_tick;
-            dropped += expire(level, slot, &due);
-        }
-        if (elapsed < now) elapsed = now;
+        cf_slots_advance(&wheel, now, &due, &gone);
         // Fire what is due. Full CAS out of ARMED: exactly one of the driver
         // and a canceller wins the entry (and its payload); acquire, so the
         // driver sees the payload as armed.
@@ -197,15 +118,18 @@ static void *_Nullable drive(void *_Nullable unused) {
             if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
                 cf_swift_deadline_event(d, CF_DL_FIRE);
             } else {
-                drop(d);
-                dropped++;
+                d->next = gone;
+                gone = d;
             }
         }
+        size_t dropped = drop_all(gone);
         // After what is due has fired (a sweep of a big wheel takes a
         // while): the canceller that asked for a sweep, or one that crossed
         // the mark while the last one was asked for.
         if (AO_load(W(&sweep_wanted)) || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at))) {
-            dropped += sweep();
+            gone = NULL;
+            cf_slots_sweep(&wheel, &gone);
+            dropped += drop_all(gone);
             // Full add, then the flag cleared with a full fence after it:
             // the count is down before the flag says "ask again" (no second
             // sweep for cancels already dropped), and the store comes before
@@ -221,10 +145,12 @@ static void *_Nullable drive(void *_Nullable unused) {
         if (dropped) AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
         // `held` counts the cancelled entries still in slots too: a sweep is
         // due once cancels reach half of it (as many as the live ones).
+        size_t held = wheel.held;
         AO_store(W(&sweep_at), held / 2 > CF_WHEEL_SWEEP_MIN ? held / 2 : CF_WHEEL_SWEEP_MIN);
         AO_store(W(&held_shown), held);
 
-        uint64_t target = next_slot(&level, &slot, &due_tick) ? due_tick : NEVER;
+        uint64_t target = NEVER;
+        cf_slots_next_due(&wheel, &target);
         if (brought && target > now + CF_WHEEL_IDLE_TICKS) target = now + CF_WHEEL_IDLE_TICKS;
         // Publish the tick, then look at the inbox and the sweep count once
         // more. Full fence between the store and the loads: an arm pushes,

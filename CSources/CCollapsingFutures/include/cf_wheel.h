@@ -15,14 +15,15 @@
 // CAS out of ARMED owns the payload, so a cancelled entry's payload is
 // released at once by its canceller, never at the deadline.
 //
-// The wheel (driver thread only, no atomics): 6 levels of 64 slots; a slot
-// of level L spans 64^L ticks of 1 ms, so the levels reach 2^36 ms, about
-// 2.2 years (a later deadline waits in the top level and is placed again
-// when its slot comes). An entry goes to the level of the highest 6-bit
-// group in which its tick differs from the wheel's, so insert is O(1); a
-// 64-bit occupancy mask per level finds the next occupied slot by a rotate
-// and a count of trailing zeros. When a slot of level L comes due its
-// entries are due or move down to a lower level (at most 5 moves each).
+// The wheel (cf_wheel_slots.c; the driver's thread only): 6 levels of 64
+// slots; a slot of level L spans 64^L ticks of 1 ms, so the levels reach
+// 2^36 ms, about 2.2 years (a later deadline waits in the top level and is
+// placed again when its slot comes). An entry goes to the level of the
+// highest 6-bit group in which its tick differs from the wheel's, so insert
+// is O(1); a 64-bit occupancy mask per level finds the next occupied slot
+// by a rotate and a count of trailing zeros. When a slot of level L comes
+// due its entries are due or move down to a lower level (at most 5 moves
+// each).
 //
 // Reclaiming: a cancelled entry stays linked in the wheel (its payload is
 // already gone) until the driver drops it. Cancels are counted; once they
@@ -120,6 +121,32 @@ int cf_deadline_cancel(cf_deadline *d);
 
 /// Acquire load of an entry's state.
 uintptr_t cf_deadline_state(const cf_deadline *d);
+
+/// The wheel's slots (cf_wheel_slots.c): plain data with one owner (the
+/// driver's thread; a test with a clock of its own), which says what tick
+/// it is. Zero-initialised, it is empty at tick 0. Lists (`due`, `gone`)
+/// are stacks linked through cf_deadline.next.
+enum { CF_WHEEL_LEVELS = 6 };
+typedef struct cf_slots {
+    cf_deadline *_Nullable slot[CF_WHEEL_LEVELS][64];
+    uint64_t occupied[CF_WHEEL_LEVELS];  ///< bit s: slot s of the level holds entries
+    uint64_t elapsed;                    ///< every slot before this tick has come due
+    size_t held;                         ///< entries in slots
+} cf_slots;
+
+/// Puts an armed entry in its slot, or on `due` when its tick has been
+/// reached (tick <= elapsed). O(1).
+void cf_slots_place(cf_slots *w, cf_deadline *d, cf_deadline *_Nullable *_Nonnull due);
+/// The tick the earliest occupied slot comes due (at most the tick of any
+/// entry in it); 0 when the wheel is empty (`due_tick` untouched).
+int cf_slots_next_due(const cf_slots *w, uint64_t *due_tick);
+/// Moves the wheel to tick `now` (>= elapsed): every entry whose tick is
+/// at most `now` goes on `due`, cancelled ones met on the way on `gone`.
+/// O(1) per slot come due, and per entry at most one move per level.
+void cf_slots_advance(cf_slots *w, uint64_t now, cf_deadline *_Nullable *_Nonnull due,
+                      cf_deadline *_Nullable *_Nonnull gone);
+/// Moves every cancelled entry to `gone`: O(held).
+void cf_slots_sweep(cf_slots *w, cf_deadline *_Nullable *_Nonnull gone);
 
 /// Entries the wheel holds (armed or cancelled, inbox excluded), as of the
 /// driver's last update. For tests and the benchmark.
