@@ -80,7 +80,8 @@ docs: deps
 	$(SWIFT) package generate-documentation --target CollapsingFutures --warnings-as-errors
 
 # ---- model checking (issue: the lock-free core, model-checked) ---------------
-# Exhaustive spin runs of Model/cf_core.pml (installs spin when missing);
+# Exhaustive spin runs of Model/cf_core.pml, link.pml and wheel.pml (installs
+# spin when missing);
 # model-mutants requires every planted bug to be caught.
 .PHONY: model model-mutants
 model:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Exhaustive model check of CSources/CCollapsingFutures/cf_core.c with spin.
+# Exhaustive model check of CSources/CCollapsingFutures/cf_core.c (cf_core.pml,
+# link.pml) and cf_wheel.c (wheel.pml) with spin.
 #
 #   bash Model/run.sh           (make model)          every configuration must
 #                                                     be proved: no error, search complete
@@ -7,7 +8,7 @@
 #                                                     caught with a counterexample trail
 #
 # Generated files (pan.*, trails) go to Model/.out/ (git-ignored). Each spin
-# verifier runs on one core; the whole `make model` takes about 3.3 minutes
+# verifier runs on one core; the whole `make model` takes about 3.7 minutes
 # (the largest run, churn-wide, needs ~1.5 GB).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +53,9 @@ CONFIGS=(
   "link3|-DCFG_L3|safety|-w22|link.pml"
   "link4|-DCFG_L4|safety|-w20|link.pml"
   "link5|-DCFG_L5|safety|-w22|link.pml"
+  "wheel|-DCFG_W2|safety|-w22|wheel.pml"
+  "wheel-seq|-DCFG_W2S|safety|-w21|wheel.pml"
+  "wheel-seq-live|-DCFG_W2S -DLIVENESS|ltl|-w21|wheel.pml"
 )
 
 # name | configuration flags | mutant flag | what it mirrors
@@ -88,6 +92,16 @@ MUTANTS=(
   "up-untaken|-DCFG_L4|-DMUT_UP_UNTAKEN|_linkInto leaves the claim it names untaken|link.pml"
   "up-any-end|-DCFG_L5|-DMUT_UP_ANY_END|_linkInto links into any end of a walk, not only a root|link.pml"
   "up-not-fresh|-DCFG_L5|-DMUT_UP_NOT_FRESH|_linkInto also from a future others were linked into|link.pml"
+  "check-early|-DCFG_W2S|-DMUT_CHECK_EARLY|the driver looks at the inbox before publishing its sleep tick|wheel.pml"
+  "tick-nofence|-DCFG_W2S|-DMUT_TICK_NOFENCE|no full fence between publishing the sleep tick and the re-check (store buffering)|wheel.pml"
+  "tick-nofence-sweep|-DCFG_W2|-DMUT_TICK_NOFENCE|the same fence, on the count's side (the mark stored, cancels loaded)|wheel.pml"
+  "arm-early|-DCFG_W2S|-DMUT_ARM_EARLY|cf_deadline_arm without the fence after its push: the load of the sleep tick goes first|wheel.pml"
+  "no-woken|-DCFG_W2|-DMUT_NO_WOKEN|the driver waits without the woken flag (a wake before the wait is lost)|wheel.pml"
+  "cancel-store|-DCFG_W2|-DMUT_CANCEL_STORE|cf_deadline_cancel as a load of ARMED then a store instead of a CAS|wheel.pml"
+  "fire-store|-DCFG_W2|-DMUT_FIRE_STORE|the driver fires with a load then a store instead of a CAS|wheel.pml"
+  "take-store|-DCFG_W2S|-DMUT_TAKE_STORE|take_inbox as a load then a store of 0 instead of a CAS|wheel.pml"
+  "no-count-recheck|-DCFG_W2|-DMUT_NO_COUNT_RECHECK|the driver clears sweep_wanted and sleeps without re-checking the count|wheel.pml"
+  "cancel-nofence|-DCFG_W2|-DMUT_CANCEL_NOFENCE|cf_deadline_cancel without the fence after its add: the load of the mark goes first|wheel.pml"
 )
 
 now() { date +%s.%N; }

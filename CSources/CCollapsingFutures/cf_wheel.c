@@ -130,11 +130,12 @@ static void *_Nullable drive(void *_Nullable unused) {
             gone = NULL;
             cf_slots_sweep(&wheel, &gone);
             dropped += drop_all(gone);
-            // Full add, then the flag cleared with a full fence after it:
-            // the count is down before the flag says "ask again" (no second
-            // sweep for cancels already dropped), and the store comes before
-            // the load of `cancels` before sleeping, as a canceller's add
-            // comes before its CAS of this flag: one of the two sees the other.
+            // Full add, then the flag cleared: the count is down before the
+            // flag says "ask again" (no second sweep for cancels already
+            // dropped). The clear comes before the load of `cancels` before
+            // sleeping (this fence, and the one after the tick store), as a
+            // canceller's add comes before its CAS of this flag: one of the
+            // two sees the other.
             AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
             dropped = 0;
             AO_store(W(&sweep_wanted), 0);
@@ -246,8 +247,12 @@ int cf_deadline_cancel(cf_deadline *d) {
     // not read again here (the caller's reference keeps its memory).
     if (!AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_CANCELLED)) return 0;
     // Full add, then the flag's CAS: a driver that clears the flag and then
-    // reads the count sees this add, or this CAS sees the cleared flag.
+    // reads the count sees this add, or this CAS sees the cleared flag. The
+    // fence orders the add before the load of the mark (as in
+    // cf_deadline_arm): a driver that lowers the mark and then reads the
+    // count sees this add, or this load sees the lower mark.
     AO_t n = AO_fetch_and_add1_full(W(&cancels)) + 1;
+    AO_nop_full();
     if ((intptr_t)n >= (intptr_t)AO_load(W(&sweep_at)) && AO_compare_and_swap_full(W(&sweep_wanted), 0, 1)) wake();
     return 1;
 }

@@ -113,6 +113,10 @@ import TestSupport
         // to what other tests' timers keep (far below this batch).
         let n = 4 * Int(CF_WHEEL_SWEEP_MIN)
         var sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .seconds(3600)) }
+        // Far deadlines wait in the inbox until the driver wakes: a near one
+        // armed after them wakes it, and it takes them all with it.
+        let near = CancelTokenSource(cancellingAfter: .milliseconds(1))
+        #expect(await eventually { near.token.isCancelled })
         #expect(await eventually { cf_wheel_debug_held() >= n })
         sources.removeAll()
         #expect(await eventually { cf_wheel_debug_held() < Int(CF_WHEEL_SWEEP_MIN) })

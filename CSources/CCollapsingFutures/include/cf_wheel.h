@@ -51,7 +51,8 @@
 //   function                 callers                           atomics (ordering)
 //   cf_deadline_arm          any thread, with everything       CAS (full); fence (full); load
 //   cf_deadline_cancel       any thread; races the driver      CAS (full); add (full);
-//                                                              loads; CAS (full) to wake
+//                                                              fence (full); load;
+//                                                              CAS (full) to wake
 //   cf_deadline_state        any thread                        load (acquire)
 //   cf_wheel_debug_held      any thread (tests, benchmark)     load
 //   cf_wheel_on_driver_thread any thread (tests)               none (thread-local)
