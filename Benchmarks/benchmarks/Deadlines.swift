@@ -162,7 +162,9 @@ func deadlineBurst(_ n: Int) -> BurstFigures {
     defer { lateness.deallocate() }
     let index = Atomic<Int>(0)
     let done = DispatchSemaphore(value: 0)
-    let lead: Duration = .milliseconds(500)
+    // Long enough to create every source first (about 2 us each, twice
+    // over): each deadline must still lie ahead when it is armed.
+    let lead: Duration = .milliseconds(500) + .nanoseconds(Int64(n) * 4_000)
     let clock = ContinuousClock()
     let due = clock.now + lead
     let slots = UnsafeSendableBuffer(buffer: lateness)
@@ -172,6 +174,7 @@ func deadlineBurst(_ n: Int) -> BurstFigures {
         // Each deadline counts from its own creation, so `due` is its
         // earliest allowed firing give or take the time to create it.
         let created = clock.now
+        precondition(created < due, "the burst's lead is too short to create \(n) deadline sources")
         let s = CancelTokenSource(cancellingAfter: due - created)
         // On the firing thread: the benchmark's main thread is blocked below.
         s.token.whenCancelled(on: .completingThread) {
