@@ -136,13 +136,17 @@ func residentBytes() -> Int {
 }
 
 /// `n` pending futures, each with one `then`, kept with their sources.
-@Sendable func pendingThenGrowth(_ n: Int) -> Int {
+@Sendable func pendingThenGrowth(_ n: Int) -> Int { pendingGrowth(n) { $0.then { $0 + 1 } } }
+
+/// `n` pending futures, each with what `derive` makes of it, kept with
+/// their sources and those outputs.
+func pendingGrowth(_ n: Int, _ derive: (Future<Int>) -> Future<Int>) -> Int {
     let before = residentBytes()
     var sources: [FutureSource<Int>] = [], outputs: [Future<Int>] = []
     sources.reserveCapacity(n); outputs.reserveCapacity(n)
     for _ in 0..<n {
         let s = FutureSource<Int>()
-        outputs.append(s.future.then { $0 + 1 })
+        outputs.append(derive(s.future))
         sources.append(s)
     }
     let grown = residentBytes() - before
@@ -191,18 +195,7 @@ func residentBytes() -> Int {
 /// `n` pending operations, each under `withTimeout(30 s)`: the operation's
 /// future (its source kept) and the timed output, kept.
 @Sendable func pendingTimeoutGrowth(_ n: Int) -> Int {
-    let before = residentBytes()
-    var sources: [FutureSource<Int>] = [], outputs: [Future<Int>] = []
-    sources.reserveCapacity(n); outputs.reserveCapacity(n)
-    for _ in 0..<n {
-        let s = FutureSource<Int>()
-        outputs.append(Future<Int>.withTimeout(.seconds(30)) { _ in s.future })
-        sources.append(s)
-    }
-    let grown = residentBytes() - before
-    for s in sources { s.trySetResult(0) }
-    withExtendedLifetime(outputs) {}
-    return grown
+    pendingGrowth(n) { f in Future.withTimeout(.seconds(30)) { _ in f } }
 }
 
 /// The same with nio: `n` promises, each with a 30 s `scheduleTask` that
