@@ -86,22 +86,20 @@
  * B: the two fences of drive, the two stores of 0 to sleep_tick; a snippet
  * starting with ^ must start the trimmed line; `file.c:function` names a
  * static function defined in both files). One C line is named once and may
- * mark several model steps: slots_cancelled (the load reached from
- * cf_slots_advance and cf_slots_sweep), drop_all (after the firing, after
+ * mark several model steps: state_load (the load of an entry's state:
+ * of a cancel that lost, and reached from the inbox, cf_slots_advance and
+ * cf_slots_sweep), drop_all (after the firing, after
  * the sweep), sweep_test and recheck (three loads on one C line each),
  * tick_retract (both re-check outcomes), sleep_timed and sleep_apple
  * (woken, or timed out), wake (from arm and cancel). held_store and
  * debug_held name held_shown, which only tests and the benchmark read: no
  * decision of the wheel depends on it, so the model keeps no state for it.
  *
- * @step is_cancelled  | cf_wheel.c:is_cancelled | return AO_load_acquire(W(&d->state)) == CF_D_CANCELLED;
- * @step slots_cancelled | cf_wheel_slots.c:is_cancelled | return AO_load_acquire((volatile AO_t *)&d->state) == CF_D_CANCELLED;
  * @step drop_all      | drop_all           | cf_swift_deadline_event(d, CF_DL_DROP);
  * @step take_load     | take_inbox         | AO_t head = AO_load(W(&inbox));
  * @step take_cas      | take_inbox         | AO_t seen = AO_fetch_compare_and_swap_full(W(&inbox), head, 0);
- * @step sweep_test    | drive              | if (AO_load(W(&sweep_wanted)) ||
+ * @step sweep_test    | drive              | int swept = AO_load(W(&sweep_wanted)) ||
  * @step fire_cas      | drive              | if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
- * @step sweep_count   | drive              | ^AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
  * @step want_clear    | drive              | AO_store(W(&sweep_wanted), 0);
  * @step want_fence    | drive              | AO_store(W(&sweep_wanted), 0); >> AO_nop_full();
  * @step drop_count    | drive              | if (dropped) AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
@@ -472,7 +470,7 @@ pass:
   do
   :: arr == 0 -> break
   :: else ->
-     d_step {                                                 /* @is_cancelled */
+     d_step {                                                 /* @state_load (the inbox) */
        lowest(arr, e); arr = arr & ~(1 << e);
        assert(wref[e]);
        if
@@ -486,7 +484,7 @@ pass:
   do
   :: sw == 0 -> break
   :: else ->
-     d_step {                                                 /* @slots_cancelled (advance) */
+     d_step {                                                 /* @state_load (cf_slots_advance) */
        lowest(sw, e); sw = sw & ~(1 << e);
        assert(wref[e]);
        whl = whl & ~(1 << e); held--; loc[e] = L_DRIVER;
@@ -539,7 +537,7 @@ pass:
      do
      :: sw == 0 -> break
      :: else ->
-        d_step {                                              /* @slots_cancelled (cf_slots_sweep) */
+        d_step {                                              /* @state_load (cf_slots_sweep) */
           lowest(sw, e); sw = sw & ~(1 << e);
           assert(wref[e]);
           if
@@ -549,19 +547,24 @@ pass:
           e = 0
         }
      od;
-     atomic { drop_all(); drain(); cancels = cancels - dropped; dropped = 0 };  /* @drop_all, @sweep_count (full) */
-     /* The clear and the fence after it, one step: the driver does nothing
-        between them, so the buffered store reaching memory at any moment
-        before the fence is the same as this step at that moment. */
+     atomic { drop_all() }                                    /* @drop_all */
+  :: else -> skip
+  fi;
+  if
+  :: dropped != 0 -> atomic { drain(); cancels = cancels - dropped; dropped = 0 }  /* @drop_count (full) */
+  :: else -> skip
+  fi;
+  /* After a sweep (go still says so): the clear and the fence after it,
+     one step: the driver does nothing between them, so the buffered store
+     reaching memory at any moment before the fence is the same as this
+     step at that moment. */
+  if
+  :: go ->
 #if !defined(MUT_WANT_NOFENCE)
      d_step { sb_want(); drain(); go = 0 }                    /* @want_clear, @want_fence */
 #else
      d_step { sb_want(); go = 0 }                             /* MUTANT want-nofence */
 #endif
-  :: else -> skip
-  fi;
-  if
-  :: dropped != 0 -> atomic { drain(); cancels = cancels - dropped; dropped = 0 }  /* @drop_count (full) */
   :: else -> skip
   fi;
   /* The mark and the tick: two relaxed stores with nothing shared between

@@ -51,12 +51,6 @@ static void wake(void) {
     pthread_mutex_unlock(&sleep_lock);
 }
 
-// Acquire: a drop of a cancelled entry follows its canceller's CAS (the
-// payload is gone); an entry read as ARMED is claimed later by CAS.
-static int is_cancelled(const cf_deadline *d) {
-    return AO_load_acquire(W(&d->state)) == CF_D_CANCELLED;
-}
-
 // Hands each entry of `gone` (cancelled) back to its owner, which releases
 // the wheel's reference; returns how many.
 static size_t drop_all(cf_deadline *_Nullable gone) {
@@ -101,7 +95,9 @@ static void *_Nullable drive(void *_Nullable unused) {
         while (arrived) {
             cf_deadline *d = arrived;
             arrived = d->next;
-            if (is_cancelled(d)) {
+            // Dropping a cancelled entry follows its canceller's CAS (the
+            // state's acquire load); one read as ARMED is claimed by CAS.
+            if (cf_deadline_state(d) == CF_D_CANCELLED) {
                 d->next = gone;
                 gone = d;
             } else {
@@ -126,24 +122,24 @@ static void *_Nullable drive(void *_Nullable unused) {
         // After what is due has fired (a sweep of a big wheel takes a
         // while): the canceller that asked for a sweep, or one that crossed
         // the mark while the last one was asked for.
-        if (AO_load(W(&sweep_wanted)) || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at))) {
+        int swept = AO_load(W(&sweep_wanted)) || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at));
+        if (swept) {
             gone = NULL;
             cf_slots_sweep(&wheel, &gone);
             dropped += drop_all(gone);
-            // Full add, then the flag cleared: the count is down before the
-            // flag says "ask again" (no second sweep for cancels already
-            // dropped). The clear comes before the load of `cancels` before
-            // sleeping (this fence, and the one after the tick store), as a
+        }
+        // Full add: the count is down before the flag below says "ask
+        // again" (no second sweep for cancels already dropped).
+        if (dropped) AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
+        if (swept) {
+            // The clear comes before the load of `cancels` before sleeping
+            // (this fence, and the one after the tick store), as a
             // canceller's add comes before its CAS of this flag: one of the
             // two sees the other.
-            AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
-            dropped = 0;
             AO_store(W(&sweep_wanted), 0);
             AO_nop_full();
         }
-        // Full add, ordered with the flag and the mark as above; the relaxed
-        // stores of the mark and the debug count need no order.
-        if (dropped) AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
+        // The relaxed stores of the mark and the debug count need no order.
         // `held` counts the cancelled entries still in slots too: a sweep is
         // due once cancels reach half of it (as many as the live ones).
         size_t held = wheel.held;

@@ -1,10 +1,10 @@
 // cf_wheel_slots.c — the wheel's slots: where a deadline waits and when it
 // comes due (cf_wheel.h, "The wheel"). One owner at a time (the driver's
 // thread, or a test with a clock of its own) and no clock: the caller says
-// what tick it is. The only atomic is the acquire load of an entry's state.
+// what tick it is. The only atomic is the acquire load of an entry's state
+// (cf_deadline_state): dropping a cancelled entry follows its canceller's
+// CAS; one read as ARMED is claimed later by CAS.
 #include "cf_wheel.h"
-
-#include <atomic_ops.h>
 
 enum { LEVELS = CF_WHEEL_LEVELS, SLOT_BITS = 6, SLOTS = 1 << SLOT_BITS };
 _Static_assert(SLOTS == 64, "one bit of an occupancy mask per slot");
@@ -62,12 +62,6 @@ int cf_slots_next_due(const cf_slots *w, uint64_t *due_tick) {
     return next_slot(w, &level, &slot, due_tick);
 }
 
-// Acquire: dropping a cancelled entry follows its canceller's CAS (its
-// payload is gone); one read as ARMED is claimed later by CAS.
-static int is_cancelled(const cf_deadline *d) {
-    return AO_load_acquire((volatile AO_t *)&d->state) == CF_D_CANCELLED;
-}
-
 void cf_slots_advance(cf_slots *w, uint64_t now, cf_deadline *_Nullable *_Nonnull due,
                       cf_deadline *_Nullable *_Nonnull gone) {
     unsigned level, slot;
@@ -82,7 +76,7 @@ void cf_slots_advance(cf_slots *w, uint64_t now, cf_deadline *_Nullable *_Nonnul
         while (d) {
             cf_deadline *next = d->next;
             w->held--;
-            if (is_cancelled(d)) {
+            if (cf_deadline_state(d) == CF_D_CANCELLED) {
                 d->next = *gone;
                 *gone = d;
             } else {
@@ -101,7 +95,7 @@ void cf_slots_sweep(cf_slots *w, cf_deadline *_Nullable *_Nonnull gone) {
             cf_deadline **link = &w->slot[l][s];
             while (*link) {
                 cf_deadline *d = *link;
-                if (is_cancelled(d)) {
+                if (cf_deadline_state(d) == CF_D_CANCELLED) {
                     *link = d->next;
                     d->next = *gone;
                     *gone = d;
