@@ -1,4 +1,4 @@
-// Issue 11: every combinator output can become immortal, nothing stays
+// Every combinator output can become immortal, nothing stays
 // registered once it stops mattering, race/withTimeout keep the original's
 // contract, internal bookkeeping never hops to the main queue, timers and
 // arguments behave at the extremes.

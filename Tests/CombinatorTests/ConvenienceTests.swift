@@ -1,4 +1,4 @@
-// Issue 13: the conveniences users of PromiseKit, NIO and Combine reach for,
+// The conveniences users of PromiseKit, NIO and Combine reach for,
 // continuations on the main actor, the completing-thread marker, diagnostics.
 @_spi(Testing) import CollapsingFutures
 import Dispatch
