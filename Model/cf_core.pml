@@ -12,7 +12,7 @@
  * (a node not yet published, the list a settler took or a cleaner holds under
  * CF_W_CLEANING, the per-thread drain queue) are merged into the neighbouring
  * step. The Swift layer's calls into the core (Sources/CollapsingFutures:
- * whenCancelled with _attach / _add / _register, remove(), the node callback, _trySetFuture /
+ * whenCancelled through _Node._register / _enter, remove(), the node callback, _trySetFuture /
  * _setFuture, _walk, the _FlattenNode forwarder) are modelled on top, with
  * the two references per node.
  *
@@ -72,13 +72,13 @@
  * @step future_load     | cf_future_claim_load  | return AO_load_acquire(W(&f->claim));
  *
  * Swift-layer steps (not line-checked; the Swift files change independently):
- *   swift_retain   Internal/_Registration.swift _register: Unmanaged.passRetained (the list's reference)
+ *   swift_retain   Internal/_Registration.swift _enter: Unmanaged.passRetained (the list's reference)
  *   swift_release  any release of a node reference; the last one frees the node
- *   add            CancelToken.whenCancelled: _attach's _meet (one cf_token_load: run now, never, or
- *                  push), then _add / _register (Internal/_Registration.swift). An inline run now has no
- *                  node in Swift; the model claims the still-private node instead (always won: nobody
- *                  else can reach it)
- *   register       _register (cf_token_register, then enqueue / claim + run inline)
+ *   add            CancelToken.whenCancelled: _Node._register's _enter (one cf_token_load: run now,
+ *                  discard, or push; Internal/_Registration.swift). A node run now is still private:
+ *                  Swift marks its state with a plain store; the model claims it instead (always won:
+ *                  nobody else can reach it)
+ *   register       _enter's push (cf_token_register, then enqueue / claim + run inline)
  *   remove         CancelRegistration.remove() and _removeByUnless
  *   callback       _nodeEvent, CF_NODE_EVENT of the library (Internal/Nodes/_Node.swift: the node object
  *                  from the cf_node, takeRetainedValue, _handle)
@@ -148,7 +148,7 @@
 #define ACT(k, a) (((k) << 4) | (a))
 /* Thread programs: one operation per entry. */
 #define O_END    0
-#define O_ADD    1   /* CancelToken.whenCancelled(handler): _meet, then _add / _register */
+#define O_ADD    1   /* CancelToken.whenCancelled(handler): _Node._register / _enter */
 #define O_REMOVE 2   /* CancelRegistration.remove() */
 #define O_DROP   3   /* the CancelRegistration goes out of scope */
 #define O_CANCEL 4   /* CancelTokenSource.cancel / a future completing: cf_token_settle(CANCELLED [| FAILED], not modelled: the core only tests the cancelled bit) */
@@ -871,7 +871,7 @@ inline drain() {
   byte m_n, m_ret, mlen; short mdead; bit m_user, m_res;   /* cf_node_remove, wants_clean */ \
   byte c_t, cw, chead, cprev, ccur, cnext, cunl, ckept, crem, ccw; bit cok;   /* try_clean */ \
   byte gw, gcur, gn; bit gok;                     /* debug_count */ \
-  byte aw, aw1, rres, rr1, rt_n, rt_ret, cb_n, cb_ev, ct_ret; bit won, won1, fwon;   /* Swift whenCancelled (_meet) / _register */ \
+  byte aw, aw1, rres, rr1, rt_n, rt_ret, cb_n, cb_ev, ct_ret; bit won, won1, fwon;   /* Swift whenCancelled / _enter */ \
   byte a0, at0, a1, at1, a2, at2, ai0, ai1, ai2;  /* handler actions */ \
   byte cur, tort, pw, lam, cl, tg; bit wph;       /* _walk (wph: 0 the pre-walk, 1 the walk) */ \
   ORDER_LOCALS
@@ -920,8 +920,8 @@ op_done: skip;
 
 /* ---- CancelToken.whenCancelled (unless: .immortal), at the top of a thread */
 op_add: skip;
-  /* _meet: the node's own token's word, and the root's when that one is
-     linked (a link made after it is met by _register's push:
+  /* _enter: the node's own token's word, and the root's when that one is
+     linked (a link made after it is met by the push:
      CF_REG_LINKED, then the root) */
   cf_token_load(tok[opa], aw);
   if
@@ -1074,7 +1074,7 @@ setf_walk: skip;
   :: cur != opa && wph == 1 -> skip
   fi;
 #ifndef CYCLE_PROTO
-  d_step {                                                    /* end.completionToken._add(_FlattenNode(output: self, target: end), unless: .immortal) */
+  d_step {                                                    /* _FlattenNode(output: self, target: end)._register(on: end, inline: true) */
     tok[opa + 1] = cur;
     rt_n = opa + 1; rt_ret = 2;
     cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0; wph = 0

@@ -22,8 +22,8 @@
  *                forwarder on the walk's end.
  *   try_set      Future._trySet: claim, or _takeClaimThrough and complete
  *                the root.
- *   immortalize  _tryImmortalizeFuture: the same, settling immortal.
- *   register     a handler registered on a future: _register pushes on its
+ *   immortalize  Future._tryImmortalize: the same, settling immortal.
+ *   register     a handler registered on a future: _Node._enter pushes on its
  *                own token and, when the CAS meets a link (CF_REG_LINKED),
  *                on the root (_tokenPtr).
  *   drop         a strong reference released; the last runs deinit:
@@ -282,7 +282,7 @@ inline try_set(f, v) {
   fi
 }
 
-/* _tryImmortalizeFuture */
+/* Future._tryImmortalize */
 inline immortalize(f) {
   d_step { c = claim[f] };                                 /* future_load */
   won = 0;

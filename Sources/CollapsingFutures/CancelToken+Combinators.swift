@@ -55,8 +55,8 @@ extension CancelToken {
         let result = CancelToken(_owner: storage)
         let remaining = _Countdown(live.count)
         for t in live {
-            let node = _AllNode(storage, counting: remaining)
-            _ = t._add(node, unless: result, removeOnUnlessImmortal: true)
+            _AllNode(storage, counting: remaining)._register(on: t._owner.unsafelyUnwrapped, unless: result, inline: true,
+                                                             removeOnUnlessImmortal: true)
         }
         return result
     }

@@ -85,8 +85,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
                               _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {
         // The same token as both never runs.
         guard let owner = _owner, unless._owner !== owner else { return CancelRegistration(neverRuns: true) }
-        return _attach(owner, queue, unless: unless, stopped: {}, never: {}, run: handler,
-                       node: { _HandlerNode._make(handler) })
+        return _HandlerNode._make(handler)._register(on: owner, queue: queue, unless: unless)
     }
 }
 

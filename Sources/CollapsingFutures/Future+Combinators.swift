@@ -226,13 +226,13 @@ extension Future {
             var registrations: [CancelRegistration] = []
             registrations.reserveCapacity(inputs.count)
             for (i, f) in inputs.enumerated() {
-                registrations.append(_chain(f, nil, .immortal, output: out, inline: true) { _ in
+                registrations.append(_ContinuationNode(output: out) { _ in
                     switch f._result {
                     case .failure(let e): out._trySet(.failure(e))
                     case .success(let v):
                         if slots.fill(i, v) { out._trySet(.success(slots.values())) }
                     }
-                })
+                }._register(on: f, inline: true))
             }
             return registrations
         }
@@ -262,9 +262,9 @@ extension Future {
         _gather(inputs, unless: unless) { out in
             let remaining = _Countdown(inputs.count)
             return inputs.map { f in
-                _chain(f, nil, .immortal, output: out, inline: true) { _ in
+                _ContinuationNode(output: out) { _ in
                     if remaining.tick() { out._trySet(.success(settled(inputs))) }
-                }
+                }._register(on: f, inline: true)
             }
         }._followingUnless(unless)
     }
@@ -404,14 +404,14 @@ extension Future {
                 }
                 let out = Future()
                 let next = i + 1, nextTimeout = _Delay.scaled(timeout, by: backoff)
-                _chain(tried, nil, until, output: out, inline: true) { ok in
+                _ContinuationNode(output: out) { ok in
                     guard ok else { out._trySet(.failure(CancellationError())); return }
                     if case .failure(let e) = tried._result, e is TimeoutError, next < maxTries {
                         out._trySetFuture(attempt(next, nextTimeout))
                     } else {
                         out._trySet(tried._result)
                     }
-                }
+                }._register(on: tried, unless: until, inline: true)
                 return out
             }
         }
@@ -470,10 +470,10 @@ extension Future {
                 guard tried.result != nil else {
                     let out = Future()
                     let next = i + 1, nextWait = wait
-                    _chain(tried, nil, until, output: out, inline: true) { ok in
+                    _ContinuationNode(output: out) { ok in
                         guard ok else { out._trySet(.failure(CancellationError())); return }
                         out._trySetFuture(isFinal(tried, next - 1, before: nextWait) ? tried : waited(next, nextWait))
-                    }
+                    }._register(on: tried, unless: until, inline: true)
                     return out
                 }
                 if isFinal(tried, i, before: wait) { return tried }
@@ -487,10 +487,10 @@ extension Future {
             let pause = Future<Void>.delayed((), by: wait, unless: until)
             let out = Future()
             let nextWait = _Delay.scaled(wait, by: backoff)
-            _chain(pause, nil, until, output: out, inline: true) { ok in
+            _ContinuationNode(output: out) { ok in
                 guard ok, case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
                 out._trySetFuture(attempt(next, nextWait))
-            }
+            }._register(on: pause, unless: until, inline: true)
             return out
         }
         return attempt(0, delay).unless(until)
@@ -516,7 +516,7 @@ extension Sequence {
             return outs
         }
         let registrations = inputs.map { f in
-            _chain(f, nil, .immortal, output: nil, inline: true) { _ in ordered.fill(f._result) }
+            _ContinuationNode(output: nil) { _ in ordered.fill(f._result) }._register(on: f, inline: true)
         }
         let last = outs[outs.count - 1].completionToken
         unless._whenCancelledInline(unless: last, removeOnUnlessImmortal: true) { ordered.cancelRest() }

@@ -17,13 +17,13 @@ extension Future {
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
         let out = Future<U>(_linkable: true)
-        _chainStep(self, queue, unless, f, out) { input, f, out, ok in
+        _StepNode._make(self, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             switch input._result {
             case .success(let v): out._trySet(Result { try f(v) })
             case .failure(let e): out._trySet(.failure(e))
             }
-        }
+        }._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -32,7 +32,7 @@ extension Future {
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
         let out = Future<U>(_linkable: true)
-        _chainFlatStep(self, queue, unless, f, out) { input, f, out, ok in
+        _FlatStepNode._make(self, f, out) { input, f, out, ok in
             guard ok else { out._trySet(.failure(CancellationError())); return nil }
             switch input._result {
             case .success(let v):
@@ -40,7 +40,7 @@ extension Future {
             case .failure(let e): out._trySet(.failure(e))
             }
             return nil
-        }
+        }._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -50,13 +50,13 @@ extension Future {
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
         let out = Future<Value>()
-        _chain(self, queue, unless, output: out) { ok in
+        _ContinuationNode(output: out) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             switch self._result {
             case .success: out._trySet(self._result)
             case .failure(let e): out._trySet(Result { try f(e) })
             }
-        }
+        }._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -65,7 +65,7 @@ extension Future {
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
         let out = Future<Value>(_linkable: true)
-        _chainFlatStep(self, queue, unless, f, out, Self._catchStep((any Error).self))
+        _FlatStepNode._make(self, f, out, Self._catchStep((any Error).self))._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -74,10 +74,10 @@ extension Future {
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> U) -> Future<U> {
         let out = Future<U>()
-        _chain(self, queue, unless, output: out) { ok in
+        _ContinuationNode(output: out) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             out._trySet(Result { try f(self) })
-        }
+        }._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -86,7 +86,7 @@ extension Future {
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> Future<U>) -> Future<U> {
         let out = Future<U>(_linkable: true)
-        _chainFlatStep(self, queue, unless, f, out, Self._finallyStep(Future<Value>.self))
+        _FlatStepNode._make(self, f, out, Self._finallyStep(Future<Value>.self))._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -124,27 +124,27 @@ extension Future {
     @inlinable
     public func thenDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                        _ f: @escaping @Sendable (Value) -> Void) {
-        _chainSink(self, queue, unless, f) { input, f in
+        _SinkNode._make(self, f) { input, f in
             if case .success(let v) = input._result { f(v) }
-        }
+        }._register(on: self, queue: queue, unless: unless)
     }
 
     /// Runs `f` with the error if this fails (never if `unless` is cancelled first).
     @inlinable
     public func catchDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) -> Void) {
-        _chain(self, queue, unless, output: nil) { ok in
+        _ContinuationNode(output: nil) { ok in
             if ok, case .failure(let e) = self._result { f(e) }
-        }
+        }._register(on: self, queue: queue, unless: unless)
     }
 
     /// Runs `f` with this future once it completes either way.
     @inlinable
     public func finallyDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                           _ f: @escaping @Sendable (Future<Value>) -> Void) {
-        _chain(self, queue, unless, output: nil) { ok in
+        _ContinuationNode(output: nil) { ok in
             if ok { f(self) }
-        }
+        }._register(on: self, queue: queue, unless: unless)
     }
 
     /// The same outcome, or `CancellationError` if `token` is cancelled first.
@@ -156,9 +156,9 @@ extension Future {
     @inlinable
     public func unless(_ token: CancelToken) -> Future<Value> {
         let out = Future<Value>()
-        _chain(self, nil, token, output: out, inline: true) { ok in
+        _ContinuationNode(output: out) { ok in
             out._trySet(ok ? self._result : .failure(CancellationError()))
-        }
+        }._register(on: self, unless: token, inline: true)
         return out
     }
 }

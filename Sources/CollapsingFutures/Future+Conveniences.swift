@@ -17,11 +17,11 @@ extension Future {
     public func always(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                        _ f: @escaping @Sendable (Future<Value>) -> Void) -> Future<Value> {
         let out = Future<Value>()
-        _chain(self, queue, unless, output: out) { ok in
+        _ContinuationNode(output: out) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             f(self)
             out._trySet(self._result)
-        }
+        }._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -93,9 +93,9 @@ extension Future {
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             source.trySetFailedWithCancel()
         }
-        let registration = _chain(self, nil, .immortal, output: nil, inline: true) { _ in
+        let registration = _ContinuationNode(output: nil) { _ in
             source.trySet(self._result)
-        }
+        }._register(on: self, inline: true)
         out.completionToken._whenSettledInline {
             timer?.cancel()
             registration.remove()
@@ -110,12 +110,12 @@ extension Future {
     /// removes it once the result no longer matters.
     func _mapRegistered<U>(_ f: @escaping @Sendable (Value) -> U) -> (Future<U>, CancelRegistration) {
         let out = Future<U>()
-        let registration = _chain(self, nil, .immortal, output: out, inline: true) { _ in
+        let registration = _ContinuationNode(output: out) { _ in
             switch self._result {
             case .success(let v): out._trySet(.success(f(v)))
             case .failure(let e): out._trySet(.failure(e))
             }
-        }
+        }._register(on: self, inline: true)
         return (out, registration)
     }
 }
@@ -135,30 +135,30 @@ extension Future {
     public func thenDo(on _: MainActor, unless: CancelToken = .immortal,
                        _ f: @escaping @MainActor @Sendable (Value) -> Void) {
         let unless = _unless(unless, forContinuationOn: self)
-        _chain(self, nil, unless, output: nil, inline: true) { ok in
+        _ContinuationNode(output: nil) { ok in
             guard ok, case .success(let v) = self._result else { return }
             Task { @MainActor in if !unless.isCancelled { f(v) } }
-        }
+        }._register(on: self, unless: unless, inline: true)
     }
 
     /// Runs `f` on the main actor with the error if this fails.
     public func catchDo(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (any Error) -> Void) {
         let unless = _unless(unless, forContinuationOn: self)
-        _chain(self, nil, unless, output: nil, inline: true) { ok in
+        _ContinuationNode(output: nil) { ok in
             guard ok, case .failure(let e) = self._result else { return }
             Task { @MainActor in if !unless.isCancelled { f(e) } }
-        }
+        }._register(on: self, unless: unless, inline: true)
     }
 
     /// Runs `f` on the main actor with this future once it completes.
     public func finallyDo(on _: MainActor, unless: CancelToken = .immortal,
                           _ f: @escaping @MainActor @Sendable (Future<Value>) -> Void) {
         let unless = _unless(unless, forContinuationOn: self)
-        _chain(self, nil, unless, output: nil, inline: true) { ok in
+        _ContinuationNode(output: nil) { ok in
             guard ok else { return }
             Task { @MainActor in if !unless.isCancelled { f(self) } }
-        }
+        }._register(on: self, unless: unless, inline: true)
     }
 
     /// When this succeeds, its value mapped by `f` on the main actor.
@@ -182,7 +182,7 @@ extension Future {
                              _ complete: @escaping @MainActor @Sendable (Future<U>, Value) -> Void) -> Future<U> {
         let unless = _unless(unless, forContinuationOn: self)
         let out = Future<U>()
-        _chain(self, nil, unless, output: out, inline: true) { ok in
+        _ContinuationNode(output: out) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             switch self._result {
             case .success(let v):
@@ -191,7 +191,7 @@ extension Future {
                 }
             case .failure(let e): out._trySet(.failure(e))
             }
-        }
+        }._register(on: self, unless: unless, inline: true)
         return out
     }
 }
@@ -224,12 +224,12 @@ extension Future {
             // registered on the main thread would wait for the main queue).
             let nested = Future<Future<U>>(until: unless) { try await f(v) }
             let out = Future<U>()
-            _chain(nested, nil, .immortal, output: out, inline: true) { _ in
+            _ContinuationNode(output: out) { _ in
                 switch nested._result {
                 case .success(let inner): out._trySetFuture(inner)
                 case .failure(let e): out._trySet(.failure(e))
                 }
-            }
+            }._register(on: nested, inline: true)
             return out
         }
     }
@@ -242,13 +242,13 @@ extension Future {
         // the other continuations), so it must not cancel the Task either.
         let unless = _unless(unless, forContinuationOn: self)
         let out = Future<U>()
-        _chain(self, nil, unless, output: out, inline: true) { ok in
+        _ContinuationNode(output: out) { ok in
             guard ok else { out._trySet(.failure(CancellationError())); return }
             switch self._result {
             case .success(let v): out._trySetFuture(start(v, unless))
             case .failure(let e): out._trySet(.failure(e))
             }
-        }
+        }._register(on: self, unless: unless, inline: true)
         return out
     }
 }

@@ -48,8 +48,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @exclusivity(unchecked) @usableFromInline var _targetRef: UnsafeMutableRawPointer?
     /// A step's output (`then`, or a collapsing `catch` or `finally`): its
     /// only producer is its step node, which completes it only through
-    /// `_trySet`, `_setFuture` and `_tryImmortalizeFuture`, and these follow
-    /// a link. So when it is set as another future's outcome while pending
+    /// `_trySet`, `_setFuture` and `_tryImmortalize`, and these follow a
+    /// link (`_takeClaim`). So when it is set as another future's outcome while pending
     /// with nothing registered, it can be linked into that future instead
     /// of being flattened (`_link`), whoever else holds it. Free in size:
     /// the object stays within the same malloc size class.
@@ -370,13 +370,22 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     @inlinable @discardableResult
     func _trySet(_ r: Result<Value, any Error>) -> Bool {
-        if cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
-            _complete(r)
-            return true
-        }
-        guard let t = _claimThrough() else { return false }
-        t._complete(r)
+        guard let f = _takeClaim() else { return false }
+        f._withUnsafeGuaranteedRef { $0._complete(r) }
         return true
+    }
+
+    /// Takes the right to complete this future: its own claim (UNSET ->
+    /// CLAIMED), or, when it is linked (`_link`) and nobody took its claim
+    /// through yet, its root's (`_takeClaimThrough`). Returns the future
+    /// the caller now completes, this one or that root (unretained: the
+    /// caller holds this one, and this one's claim word the root); nil if
+    /// someone else holds the claim. Every completer takes the claim here.
+    @inlinable @inline(__always)
+    func _takeClaim() -> Unmanaged<Future>? {
+        if cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 { return .passUnretained(self) }
+        guard let root = _takeClaimThrough(_fptr) else { return nil }
+        return .fromOpaque(root)
     }
 
     /// Claims the right to complete this future without completing it yet:
@@ -386,13 +395,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @inlinable func _claim() -> Bool {
         assert(!_linkable, "_claim() does not follow links")
         return cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0
-    }
-
-    /// A completer that lost the claim CAS: the root this one is linked
-    /// into, whose claim the caller now holds and which it completes
-    /// instead (`_takeClaimThrough`); nil if already claimed.
-    @usableFromInline func _claimThrough() -> Future? {
-        _takeClaimThrough(_fptr).map { Unmanaged<Future>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// Only the claim holder (or the flattening forwarder) calls this. Its
@@ -406,8 +408,17 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         cf_token_settle(_ownTptr, _store(copying: other))
     }
 
+    /// Makes this future (or the root it is linked into) immortal, if the
+    /// claim is still to take.
     @inlinable @discardableResult
-    func _tryImmortalize() -> Bool { _tryImmortalizeFuture(self) }
+    func _tryImmortalize() -> Bool {
+        // The claim word never returns to UNSET, and only a link is claimed
+        // through: a source dying after it set its future (the common case)
+        // pays this load, not a failing CAS.
+        let c = cf_future_claim_load(_fptr)
+        guard c == UInt(CF_F_UNSET) || c >= UInt(CF_F_LINK_MIN), let f = _takeClaim() else { return false }
+        return f._withUnsafeGuaranteedRef { $0._immortalizeClaimed() }
+    }
 
     /// Collapses: this future takes on `other`'s outcome.
     @inlinable @discardableResult
@@ -427,11 +438,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// for: this one, or the root it is linked into.
     @inlinable @inline(__always)
     func _setFuture(_ other: Future, forwarder: (_ output: Future, _ end: Future) -> _Node) -> (set: Bool, steps: Int) {
-        if cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
-            return (true, _setClaimed(other, forwarder: forwarder))
-        }
-        guard let t = _claimThrough() else { return (false, 0) }
-        return (true, t._setClaimed(other, forwarder: forwarder))
+        guard let f = _takeClaim() else { return (false, 0) }
+        return (true, f._withUnsafeGuaranteedRef { $0._setClaimed(other, forwarder: forwarder) })
     }
 
     /// The claim holder's half of `_setFuture`: this future (CLAIMED or
@@ -468,14 +476,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // pays a load, not a call).
         if claimed == UInt(CF_F_CLAIMED) && cf_future_claim_load(end._fptr) == UInt(CF_F_AWAITING)
             && _linkInto(end) { return before + after }
-        _ = _register(end, forwarder(self, end))
+        forwarder(self, end)._register(on: end, inline: true)
         return before + after
     }
 
     /// Links `other` (linkable, unset: a step output) into this future,
     /// whose claim the caller holds, instead of flattening into it: whoever
     /// completes `other` takes our claim through it and completes us
-    /// (`_claimThrough`), if `other` dies with the claim not taken we become
+    /// (`_takeClaim`), if `other` dies with the claim not taken we become
     /// immortal (`_abandon`), and everyone else who holds `other` sees our
     /// outcome and registers on our token (its token is linked into ours,
     /// `cf_token_link`). No forwarder is registered, and `other` holds
@@ -510,7 +518,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             return false
         }
         if cf_token_link(other._ownTptr, _ownTptr) == 0 {
-            _ = _register(self, _FlattenNode(output: other, target: self))
+            _FlattenNode(output: other, target: self)._register(on: self, inline: true)
         }
         return true
     }

@@ -1,12 +1,14 @@
 /// A continuation's output, seen from code that does not know its `Value`
-/// (nodes store outputs as `AnyObject`): `_failOnUnless` fails it with
-/// `CancellationError` when its continuation can never run and its
-/// `unless` token fires. Only that rare path casts to this protocol, so the
-/// hot paths carry no witness table.
+/// (`_ContinuationNode`, `_failOnUnless`): what is done to it when its
+/// continuation can never run.
+@usableFromInline
 protocol _ContinuationOutput: AnyObject {
+    /// `unless` fired: fails it with `CancellationError`.
     func _failCancelled()
+    /// Nothing can fail it any more: makes it immortal.
+    @discardableResult func _tryImmortalize() -> Bool
 }
 
 extension Future: _ContinuationOutput {
-    func _failCancelled() { _trySet(.failure(CancellationError())) }
+    @usableFromInline func _failCancelled() { _trySet(.failure(CancellationError())) }
 }

@@ -11,8 +11,8 @@ import Dispatch
 /// compiled specialized for the caller's types: running it touches no generic
 /// metadata. Such a step costs three allocations: the output future, this
 /// node and the body's context (plus the caller's closure context, if its
-/// closure captures anything); on a future that already completed there is
-/// no node, unless the run hops to a queue (`_attach`). A step node saves the context only where
+/// closure captures anything); on a future that already completed, the
+/// node runs at once and is kept for reuse. A step node saves the context only where
 /// the node can hold the user's function in a field of the public
 /// parameter's own shape, so each shape needs a node class of its own
 /// (the plain `catch`'s `(any Error) -> Value` and `finally`'s
@@ -24,9 +24,9 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     /// `body(true)`: the source completed; `body(false)`: `unless` fired first.
     @exclusivity(unchecked) @usableFromInline var body: ((Bool) -> Void)?
     /// The output future (made immortal if the source is), or nil for `Do` forms.
-    @exclusivity(unchecked) @usableFromInline var output: AnyObject?
+    @exclusivity(unchecked) @usableFromInline var output: (any _ContinuationOutput)?
 
-    @inlinable @inline(__always) init(output: AnyObject?, _ body: @escaping (Bool) -> Void) {
+    @inlinable @inline(__always) init(output: (any _ContinuationOutput)?, _ body: @escaping (Bool) -> Void) {
         self.body = body
         self.output = output
         super.init()

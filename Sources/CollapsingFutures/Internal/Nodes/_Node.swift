@@ -49,7 +49,7 @@ class _Node: @unchecked Sendable {
     /// new node or a kept one (`_reused`). Inlinable, as the subclasses'
     /// `init()`, so that a new node's empty fields are known in the caller.
     @inlinable @inline(__always) init() {
-        // The list's reference is taken in `_register`. The core's callback
+        // The list's reference is taken in `_enter`. The core's callback
         // for every node (`_nodeEvent`) finds this object from its
         // `cf_node`, takes back that reference and performs the event.
         cf_node_init(_ptr)
@@ -118,7 +118,7 @@ class _Node: @unchecked Sendable {
     /// `unless` on the main thread for the same reason), and a
     /// continuation's output fails with `CancellationError`.
     @inline(__always)
-    final func _handle(_ event: _NodeEvent) {
+    @usableFromInline final func _handle(_ event: _NodeEvent) {
         switch event {
         case .cancelled(let linkPushed):
             guard case .linked(let link) = _policy else {
@@ -146,11 +146,31 @@ class _Node: @unchecked Sendable {
 
     /// A node whose registration found its token settled, and which won
     /// its claim: runs it inline, or discards it, here (its link, never
-    /// pushed, is dropped). Out of line: a race with the settle, rare, and
-    /// kept out of `_register`, which its callers inline.
+    /// pushed, is dropped). Out of line: a race with the settle, rare.
     @inline(never)
     final func _settleUnlisted(cancelled: Bool) {
         if cancelled { _inline { _handle(.cancelled(linkPushed: false)) } } else { _handle(.immortalized(linkPushed: false)) }
+    }
+
+    /// A node whose registration found its token cancelled (`_register`),
+    /// never listed nor linked to `unless`: runs here, as one counted inline
+    /// run (`counted` false: bookkeeping, which runs now whatever the
+    /// depth), or after a hop to its queue, where `unless` is checked again
+    /// (`_runAfterHop`). The registering thread is the completing one here,
+    /// so the main-thread rule holds without a hop; only a queue hops.
+    @inline(__always)
+    @usableFromInline final func _runNow(unless: CancelToken, counted: Bool) {
+        if let q = _policy.hopQueue { return _runAfterHop(to: q, unless: unless) }
+        if counted { _inline { _run() } } else { _run() }
+        // Dead once run, unless the run handed it on (a flatten step become
+        // a forwarder): the caller's reference is then the only one, and
+        // the node is kept for reuse, as a listed one is (`_nodeEvent`),
+        // with a reference of its own that the caller's release leaves.
+        let object = Unmanaged.passUnretained(self).toOpaque()
+        guard cf_is_only_reference(object) != 0 else { return }
+        cf_node_fields_acquired(_ptr)
+        let kept = Unmanaged.passRetained(self)
+        if !_keep() { kept.release() }
     }
 
     @inline(__always)

@@ -2,6 +2,7 @@
 /// `_Node._handle` turns into the node's actions. Each event but `hopped`
 /// comes to the winner of the node's CAS out of LIVE, so exactly one of
 /// them ends a node's registration.
+@usableFromInline
 enum _NodeEvent {
     /// Claimed by its token's cancel. `linkPushed`: its `unless` link was
     /// pushed, so it is removed from the `unless` token; false when the node
