@@ -17,13 +17,7 @@ extension Future {
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
         let out = Future<U>(_linkable: true)
-        _StepNode._make(self, f, out) { input, f, out, ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch input._result {
-            case .success(let v): out._trySet(Result { try f(v) })
-            case .failure(let e): out._trySet(.failure(e))
-            }
-        }._register(on: self, queue: queue, unless: unless)
+        _thenNode(f, out)._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -32,15 +26,7 @@ extension Future {
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
         let out = Future<U>(_linkable: true)
-        _FlatStepNode._make(self, f, out) { input, f, out, ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return nil }
-            switch input._result {
-            case .success(let v):
-                do { return Unmanaged.passRetained(try f(v)) } catch { out._trySet(.failure(error)) }
-            case .failure(let e): out._trySet(.failure(e))
-            }
-            return nil
-        }._register(on: self, queue: queue, unless: unless)
+        _flatThenNode(f, out)._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -124,27 +110,21 @@ extension Future {
     @inlinable
     public func thenDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                        _ f: @escaping @Sendable (Value) -> Void) {
-        _SinkNode._make(self, f) { input, f in
-            if case .success(let v) = input._result { f(v) }
-        }._register(on: self, queue: queue, unless: unless)
+        _thenDoNode(f)._register(on: self, queue: queue, unless: unless)
     }
 
     /// Runs `f` with the error if this fails (never if `unless` is cancelled first).
     @inlinable
     public func catchDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) -> Void) {
-        _ContinuationNode(output: nil) { ok in
-            if ok, case .failure(let e) = self._result { f(e) }
-        }._register(on: self, queue: queue, unless: unless)
+        _catchDoNode(f)._register(on: self, queue: queue, unless: unless)
     }
 
     /// Runs `f` with this future once it completes either way.
     @inlinable
     public func finallyDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                           _ f: @escaping @Sendable (Future<Value>) -> Void) {
-        _ContinuationNode(output: nil) { ok in
-            if ok { f(self) }
-        }._register(on: self, queue: queue, unless: unless)
+        _finallyDoNode(f)._register(on: self, queue: queue, unless: unless)
     }
 
     /// The same outcome, or `CancellationError` if `token` is cancelled first.
@@ -160,5 +140,65 @@ extension Future {
             out._trySet(ok ? self._result : .failure(CancellationError()))
         }._register(on: self, unless: token, inline: true)
         return out
+    }
+}
+
+// MARK: the steps
+//
+// One node per kind of continuation, whatever its run policy: the public
+// methods above (a queue, or the rule of `CancelToken.whenCancelled`) and
+// the `on: MainActor` ones (`_Node._register(mainActor: true)`) register
+// the same node. Each is built in the inlinable caller, so its step is
+// specialized for the caller's types.
+
+extension Future {
+    /// `then`'s step: `f` of the value; a failure passes through.
+    @inlinable @inline(__always)
+    func _thenNode<U>(_ f: @escaping @Sendable (Value) throws -> U, _ out: Future<U>) -> _StepNode<Value, U> {
+        _StepNode._make(self, f, out) { input, f, out, ok in
+            guard ok else { out._trySet(.failure(CancellationError())); return }
+            switch input._result {
+            case .success(let v): out._trySet(Result { try f(v) })
+            case .failure(let e): out._trySet(.failure(e))
+            }
+        }
+    }
+
+    /// The collapsing `then`'s step: the future `f` returns for the value.
+    @inlinable @inline(__always)
+    func _flatThenNode<U>(_ f: @escaping @Sendable (Value) throws -> Future<U>, _ out: Future<U>) -> _FlatStepNode<Value, Value, U> {
+        _FlatStepNode._make(self, f, out) { input, f, out, ok in
+            guard ok else { out._trySet(.failure(CancellationError())); return nil }
+            switch input._result {
+            case .success(let v):
+                do { return Unmanaged.passRetained(try f(v)) } catch { out._trySet(.failure(error)) }
+            case .failure(let e): out._trySet(.failure(e))
+            }
+            return nil
+        }
+    }
+
+    /// `thenDo`'s step.
+    @inlinable @inline(__always)
+    func _thenDoNode(_ f: @escaping @Sendable (Value) -> Void) -> _SinkNode<Value> {
+        _SinkNode._make(self, f) { input, f in
+            if case .success(let v) = input._result { f(v) }
+        }
+    }
+
+    /// `catchDo`'s step.
+    @inlinable @inline(__always)
+    func _catchDoNode(_ f: @escaping @Sendable (any Error) -> Void) -> _ContinuationNode {
+        _ContinuationNode(output: nil) { ok in
+            if ok, case .failure(let e) = self._result { f(e) }
+        }
+    }
+
+    /// `finallyDo`'s step.
+    @inlinable @inline(__always)
+    func _finallyDoNode(_ f: @escaping @Sendable (Future<Value>) -> Void) -> _ContinuationNode {
+        _ContinuationNode(output: nil) { ok in
+            if ok { f(self) }
+        }
     }
 }

@@ -122,10 +122,11 @@ extension Future {
 
 // MARK: continuations on the main actor
 //
-// Each runs its body inline when this future completes, then hops with a
-// `Task` on the main actor; there `unless` is checked again, as after the
-// main-queue hop of `on: .main` (`_Node._runAfterHop`): cancelling it after
-// the completion but before the main actor runs still stops `f`.
+// The same steps as the queue forms, under another run policy
+// (`_RunPolicy.mainActor`): each runs after a hop with a `Task` on the main
+// actor, where `unless` is checked again, as after the main-queue hop of
+// `on: .main` (`_Node._runAfterHop`): cancelling it after the completion but
+// before the main actor runs still stops `f`.
 
 extension Future {
     /// Runs `f` on the main actor with the value if this succeeds (never if
@@ -134,64 +135,35 @@ extension Future {
     ///     loadTitle().thenDo(on: MainActor.shared) { self.title = $0 }
     public func thenDo(on _: MainActor, unless: CancelToken = .immortal,
                        _ f: @escaping @MainActor @Sendable (Value) -> Void) {
-        let unless = _unless(unless, forContinuationOn: self)
-        _ContinuationNode(output: nil) { ok in
-            guard ok, case .success(let v) = self._result else { return }
-            Task { @MainActor in if !unless.isCancelled { f(v) } }
-        }._register(on: self, unless: unless, inline: true)
+        _thenDoNode { v in MainActor.assumeIsolated { f(v) } }._register(on: self, unless: unless, mainActor: true)
     }
 
     /// Runs `f` on the main actor with the error if this fails.
     public func catchDo(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (any Error) -> Void) {
-        let unless = _unless(unless, forContinuationOn: self)
-        _ContinuationNode(output: nil) { ok in
-            guard ok, case .failure(let e) = self._result else { return }
-            Task { @MainActor in if !unless.isCancelled { f(e) } }
-        }._register(on: self, unless: unless, inline: true)
+        _catchDoNode { e in MainActor.assumeIsolated { f(e) } }._register(on: self, unless: unless, mainActor: true)
     }
 
     /// Runs `f` on the main actor with this future once it completes.
     public func finallyDo(on _: MainActor, unless: CancelToken = .immortal,
                           _ f: @escaping @MainActor @Sendable (Future<Value>) -> Void) {
-        let unless = _unless(unless, forContinuationOn: self)
-        _ContinuationNode(output: nil) { ok in
-            guard ok else { return }
-            Task { @MainActor in if !unless.isCancelled { f(self) } }
-        }._register(on: self, unless: unless, inline: true)
+        _finallyDoNode { future in MainActor.assumeIsolated { f(future) } }._register(on: self, unless: unless, mainActor: true)
     }
 
     /// When this succeeds, its value mapped by `f` on the main actor.
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> U) -> Future<U> {
-        _thenOnMainActor(unless) { out, v in out._trySet(Result { try f(v) }) }
+        let out = Future<U>(_linkable: true)
+        _thenNode({ v in try MainActor.assumeIsolated { try f(v) } }, out)._register(on: self, unless: unless, mainActor: true)
+        return out
     }
 
     /// When this succeeds, the future `f` returns on the main actor, collapsed
     /// (a `Future<U>`, never a `Future<Future<U>>`).
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> Future<U>) -> Future<U> {
-        _thenOnMainActor(unless) { out, v in
-            do { out._trySetFuture(try f(v)) } catch { out._trySet(.failure(error)) }
-        }
-    }
-
-    /// What both main-actor `then`s share: `complete` sets the output from
-    /// the value, on the main actor, unless `unless` was cancelled meanwhile.
-    func _thenOnMainActor<U>(_ unless: CancelToken,
-                             _ complete: @escaping @MainActor @Sendable (Future<U>, Value) -> Void) -> Future<U> {
-        let unless = _unless(unless, forContinuationOn: self)
-        let out = Future<U>()
-        _ContinuationNode(output: out) { ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result {
-            case .success(let v):
-                Task { @MainActor in
-                    if unless.isCancelled { out._trySet(.failure(CancellationError())) } else { complete(out, v) }
-                }
-            case .failure(let e): out._trySet(.failure(e))
-            }
-        }._register(on: self, unless: unless, inline: true)
+        let out = Future<U>(_linkable: true)
+        _flatThenNode({ v in try MainActor.assumeIsolated { try f(v) } }, out)._register(on: self, unless: unless, mainActor: true)
         return out
     }
 }
@@ -211,7 +183,10 @@ extension Future {
     /// future start in no particular order.)
     public func then<U>(unless: CancelToken = .immortal,
                         @_inheritActorContext _ f: @escaping @Sendable @isolated(any) (Value) async throws -> U) -> Future<U> {
-        _thenAsync(unless) { v, unless in Future<U>(until: unless) { try await f(v) } }
+        // This future's own completion token never cancels it first (as for
+        // the other continuations), so it must not cancel the Task either.
+        let unless = _unless(unless, forContinuationOn: self)
+        return then(on: .completingThread, unless: unless) { v in Future<U>(until: unless) { try await f(v) } }
     }
 
     /// When this succeeds, the future `f` returns asynchronously, collapsed
@@ -219,36 +194,9 @@ extension Future {
     /// otherwise.
     public func then<U>(unless: CancelToken = .immortal,
                         @_inheritActorContext _ f: @escaping @Sendable @isolated(any) (Value) async throws -> Future<U>) -> Future<U> {
-        _thenAsync(unless) { v, unless in
-            // Collapsed by the library's own inline step (a public `then`
-            // registered on the main thread would wait for the main queue).
-            let nested = Future<Future<U>>(until: unless) { try await f(v) }
-            let out = Future<U>()
-            _ContinuationNode(output: out) { _ in
-                switch nested._result {
-                case .success(let inner): out._trySetFuture(inner)
-                case .failure(let e): out._trySet(.failure(e))
-                }
-            }._register(on: nested, inline: true)
-            return out
-        }
-    }
-
-    /// What both async `then`s share: `start` makes the Task's future from
-    /// the value, bound to `unless`; failures pass through.
-    func _thenAsync<U>(_ unless: CancelToken,
-                       _ start: @escaping @Sendable (Value, CancelToken) -> Future<U>) -> Future<U> {
-        // This future's own completion token never cancels it first (as for
-        // the other continuations), so it must not cancel the Task either.
         let unless = _unless(unless, forContinuationOn: self)
-        let out = Future<U>()
-        _ContinuationNode(output: out) { ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch self._result {
-            case .success(let v): out._trySetFuture(start(v, unless))
-            case .failure(let e): out._trySet(.failure(e))
-            }
-        }._register(on: self, unless: unless, inline: true)
-        return out
+        return then(on: .completingThread, unless: unless) { v in
+            Future<Future<U>>(until: unless) { try await f(v) }.then(on: .completingThread) { $0 }
+        }
     }
 }

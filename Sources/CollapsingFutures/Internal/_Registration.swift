@@ -66,13 +66,15 @@ extension _Node {
     /// order"); otherwise a registration on a cancelled token made there, or
     /// `CF_INLINE_DEPTH_MAX` inline runs deep ("Stack depth"), queues on
     /// this thread's drain. `removeOnUnlessImmortal`: the `unless` link also
-    /// removes this node when `unless` becomes immortal.
+    /// removes this node when `unless` becomes immortal. `mainActor`: the
+    /// `on: MainActor` continuations, which always run on the main actor
+    /// after a hop (`_RunPolicy.mainActor`).
     @inlinable @inline(__always) @discardableResult
     final func _register(on owner: AnyObject, queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                          inline: Bool = false, queueBehindStartedWork: Bool = true,
-                         removeOnUnlessImmortal: Bool = false) -> CancelRegistration {
+                         removeOnUnlessImmortal: Bool = false, mainActor: Bool = false) -> CancelRegistration {
         let r = _enter(owner, queue, unless, inline: inline, queueBehindStartedWork: queueBehindStartedWork,
-                       removeOnUnlessImmortal: removeOnUnlessImmortal)
+                       removeOnUnlessImmortal: removeOnUnlessImmortal, mainActor: mainActor)
         return r == Int32(CF_REG_ADDED) ? CancelRegistration(owner: owner, node: self)
                                         : CancelRegistration(neverRuns: r != Int32(CF_REG_CANCELLED))
     }
@@ -99,7 +101,7 @@ extension _Node {
     /// linked).
     @usableFromInline
     final func _enter(_ owner: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, inline: Bool,
-                      queueBehindStartedWork: Bool, removeOnUnlessImmortal: Bool) -> Int32 {
+                      queueBehindStartedWork: Bool, removeOnUnlessImmortal: Bool, mainActor: Bool) -> Int32 {
         // The token stored in `owner` itself, as `unless`, is never
         // cancelled before this node runs: no `unless` at all. (Borrowed,
         // not copied: no reference counting on the common path.)
@@ -111,7 +113,7 @@ extension _Node {
             _handle(.removed(byUnless: true))
             return Int32(CF_REG_IMMORTAL)
         }
-        if !inline { _setThreading(queue) }
+        if mainActor { _policy = .mainActor } else if !inline { _setThreading(queue) }
         // Its own word, and the root's only when that one is linked: the
         // common path loads once. A link made after this load is met by
         // the push.
@@ -159,7 +161,7 @@ extension _Node {
             // unlinks it.
             if let link {
                 _ = link._enter(unless._owner.unsafelyUnwrapped, nil, .immortal, inline: true,
-                                queueBehindStartedWork: true, removeOnUnlessImmortal: false)
+                                queueBehindStartedWork: true, removeOnUnlessImmortal: false, mainActor: false)
             }
             return r
         }

@@ -122,14 +122,14 @@ class _Node: @unchecked Sendable {
         switch event {
         case .cancelled(let linkPushed):
             guard case .linked(let link) = _policy else {
-                if let q = _policy.hopQueue { _runAfterHop(to: q, unless: CancelToken(_owner: nil)) } else { _run() }
+                if let hop = _policy.hop { _runAfterHop(to: hop, unless: CancelToken(_owner: nil)) } else { _run() }
                 return
             }
-            let q = link.targetPolicy.hopQueue
+            let hop = link.targetPolicy.hop
             // The link's token, read only when the run hops.
-            let unless = q == nil ? nil : link.unlessOwner
+            let unless = hop == nil ? nil : link.unlessOwner
             _releaseUnlessLink(removingIt: linkPushed)
-            if let q { _runAfterHop(to: q, unless: CancelToken(_owner: unless)) } else { _run() }
+            if let hop { _runAfterHop(to: hop, unless: CancelToken(_owner: unless)) } else { _run() }
         case .immortalized(let linkPushed):
             // Both read before the link goes.
             let runsAnyway = if case .inlineWhenSettled = _policy.threading { true } else { false }
@@ -160,7 +160,7 @@ class _Node: @unchecked Sendable {
     /// so the main-thread rule holds without a hop; only a queue hops.
     @inline(__always)
     @usableFromInline final func _runNow(unless: CancelToken, counted: Bool) {
-        if let q = _policy.hopQueue { return _runAfterHop(to: q, unless: unless) }
+        if let hop = _policy.hop { return _runAfterHop(to: hop, unless: unless) }
         if counted { _inline { _run() } } else { _run() }
         // Dead once run, unless the run handed it on (a flatten step become
         // a forwarder): the caller's reference is then the only one, and
@@ -182,17 +182,19 @@ class _Node: @unchecked Sendable {
         cf_node_fields_released(link._ptr)
     }
 
-    /// Runs this node on `queue` (`_handle(.hopped)` there).
+    /// Runs this node where `hop` (`_RunPolicy.hop`) says: on its queue,
+    /// or on the main actor (`_handle(.hopped)` there).
     @usableFromInline
-    final func _runAfterHop(to queue: DispatchQueue, unless: CancelToken) {
-        _hop(to: queue) {
+    final func _runAfterHop(to hop: _RunPolicy, unless: CancelToken) {
+        let run: @Sendable () -> Void = {
             self._handle(.hopped(unless: unless))
             // The thread that sent the hop may keep it (cf_node_pool.h).
             cf_node_fields_released(self._ptr)
         }
+        if case .queue(let q) = hop { _hop(to: q, run) } else { Task { @MainActor in run() } }
     }
 
-    /// Records the threading contract (which `_RunPolicy.hopQueue` reads)
+    /// Records the threading contract (which `_RunPolicy.hop` reads)
     /// on a node that has none yet (the library's bookkeeping never gets
     /// one: its `.inlineWhenSettled` must stay).
     @usableFromInline @inline(__always)

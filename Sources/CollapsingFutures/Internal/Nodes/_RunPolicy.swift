@@ -22,6 +22,9 @@ enum _RunPolicy {
     case mainQueueUnlessThere
     /// On this queue.
     case queue(DispatchQueue)
+    /// On the main actor, always after a hop (a `Task` on it), even from
+    /// the main thread: what the `on: MainActor` continuations promise.
+    case mainActor
     /// As `link.targetPolicy` says; `link` is registered on the `unless`
     /// token (or about to be), and the node removes it when it settles, so
     /// nothing accumulates on a long-lived `unless` token.
@@ -39,13 +42,13 @@ enum _RunPolicy {
         return self
     }
 
-    /// Where a run must hop to under this contract; nil to run inline
-    /// (and for a link: ask its `targetPolicy`).
+    /// Where a run must hop to under this contract, a queue or the main
+    /// actor; nil to run inline (and for a link: ask its `targetPolicy`).
     @inline(__always)
-    var hopQueue: DispatchQueue? {
+    var hop: _RunPolicy? {
         switch self {
-        case .queue(let q): return q
-        case .mainQueueUnlessThere: return _isOnMain() ? nil : DispatchQueue.main
+        case .queue, .mainActor: return self
+        case .mainQueueUnlessThere: return _isOnMain() ? nil : .queue(DispatchQueue.main)
         case .inline, .inlineWhenSettled, .linked, .unlinked: return nil
         }
     }
@@ -54,7 +57,7 @@ enum _RunPolicy {
     var hadUnlessLink: Bool {
         switch self {
         case .linked, .unlinked: return true
-        case .inline, .inlineWhenSettled, .mainQueueUnlessThere, .queue: return false
+        case .inline, .inlineWhenSettled, .mainQueueUnlessThere, .queue, .mainActor: return false
         }
     }
 
