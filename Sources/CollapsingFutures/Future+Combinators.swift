@@ -226,12 +226,8 @@ extension Future {
             var registrations: [CancelRegistration] = []
             registrations.reserveCapacity(inputs.count)
             for (i, f) in inputs.enumerated() {
-                registrations.append(_ContinuationNode(output: out) { _ in
-                    switch f._result {
-                    case .failure(let e): out._trySet(.failure(e))
-                    case .success(let v):
-                        if slots.fill(i, v) { out._trySet(.success(slots.values())) }
-                    }
+                registrations.append(_ContinuationNode(output: out) {
+                    if let v = f._value(passingFailureTo: out), slots.fill(i, v) { out._trySet(.success(slots.values())) }
                 }._register(on: f, inline: true))
             }
             return registrations
@@ -262,7 +258,7 @@ extension Future {
         _gather(inputs, unless: unless) { out in
             let remaining = _Countdown(inputs.count)
             return inputs.map { f in
-                _ContinuationNode(output: out) { _ in
+                _ContinuationNode(output: out) {
                     if remaining.tick() { out._trySet(.success(settled(inputs))) }
                 }._register(on: f, inline: true)
             }
@@ -404,8 +400,7 @@ extension Future {
                 }
                 let out = Future()
                 let next = i + 1, nextTimeout = _Delay.scaled(timeout, by: backoff)
-                _ContinuationNode(output: out) { ok in
-                    guard ok else { out._trySet(.failure(CancellationError())); return }
+                _ContinuationNode(output: out) {
                     if case .failure(let e) = tried._result, e is TimeoutError, next < maxTries {
                         out._trySetFuture(attempt(next, nextTimeout))
                     } else {
@@ -470,8 +465,7 @@ extension Future {
                 guard tried.result != nil else {
                     let out = Future()
                     let next = i + 1, nextWait = wait
-                    _ContinuationNode(output: out) { ok in
-                        guard ok else { out._trySet(.failure(CancellationError())); return }
+                    _ContinuationNode(output: out) {
                         out._trySetFuture(isFinal(tried, next - 1, before: nextWait) ? tried : waited(next, nextWait))
                     }._register(on: tried, unless: until, inline: true)
                     return out
@@ -487,8 +481,8 @@ extension Future {
             let pause = Future<Void>.delayed((), by: wait, unless: until)
             let out = Future()
             let nextWait = _Delay.scaled(wait, by: backoff)
-            _ContinuationNode(output: out) { ok in
-                guard ok, case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
+            _ContinuationNode(output: out) {
+                guard case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
                 out._trySetFuture(attempt(next, nextWait))
             }._register(on: pause, unless: until, inline: true)
             return out
@@ -516,7 +510,7 @@ extension Sequence {
             return outs
         }
         let registrations = inputs.map { f in
-            _ContinuationNode(output: nil) { _ in ordered.fill(f._result) }._register(on: f, inline: true)
+            _ContinuationNode(output: nil) { ordered.fill(f._result) }._register(on: f, inline: true)
         }
         let last = outs[outs.count - 1].completionToken
         unless._whenCancelledInline(unless: last, removeOnUnlessImmortal: true) { ordered.cancelRest() }

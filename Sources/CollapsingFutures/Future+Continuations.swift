@@ -36,8 +36,7 @@ extension Future {
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
         let out = Future<Value>()
-        _ContinuationNode(output: out) { ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
+        _ContinuationNode(output: out) {
             switch self._result {
             case .success: out._trySet(self._result)
             case .failure(let e): out._trySet(Result { try f(e) })
@@ -60,10 +59,7 @@ extension Future {
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> U) -> Future<U> {
         let out = Future<U>()
-        _ContinuationNode(output: out) { ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
-            out._trySet(Result { try f(self) })
-        }._register(on: self, queue: queue, unless: unless)
+        _ContinuationNode(output: out) { out._trySet(Result { try f(self) }) }._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -84,8 +80,7 @@ extension Future {
     /// every step. The casts are to the same type: no-ops once specialized.
     @inlinable
     static func _catchStep<A: Sendable>(_: A.Type) -> _FlatStepNode<Value, A, Value>.Step {
-        { input, f, out, ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return nil }
+        { input, f, out in
             switch input._result {
             case .success: out._trySet(input._result)
             case .failure(let e):
@@ -99,8 +94,7 @@ extension Future {
     /// `_catchStep`).
     @inlinable
     static func _finallyStep<A: Sendable, U>(_: A.Type) -> _FlatStepNode<Value, A, U>.Step {
-        { input, f, out, ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return nil }
+        { input, f, out in
             do { return Unmanaged.passRetained(try f(input as! A)) } catch { out._trySet(.failure(error)) }
             return nil
         }
@@ -136,9 +130,7 @@ extension Future {
     @inlinable
     public func unless(_ token: CancelToken) -> Future<Value> {
         let out = Future<Value>()
-        _ContinuationNode(output: out) { ok in
-            out._trySet(ok ? self._result : .failure(CancellationError()))
-        }._register(on: self, unless: token, inline: true)
+        _ContinuationNode(output: out) { out._trySet(self._result) }._register(on: self, unless: token, inline: true)
         return out
     }
 }
@@ -155,25 +147,17 @@ extension Future {
     /// `then`'s step: `f` of the value; a failure passes through.
     @inlinable @inline(__always)
     func _thenNode<U>(_ f: @escaping @Sendable (Value) throws -> U, _ out: Future<U>) -> _StepNode<Value, U> {
-        _StepNode._make(self, f, out) { input, f, out, ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
-            switch input._result {
-            case .success(let v): out._trySet(Result { try f(v) })
-            case .failure(let e): out._trySet(.failure(e))
-            }
+        _StepNode._make(self, f, out) { input, f, out in
+            if let v = input._value(passingFailureTo: out) { out._trySet(Result { try f(v) }) }
         }
     }
 
     /// The collapsing `then`'s step: the future `f` returns for the value.
     @inlinable @inline(__always)
     func _flatThenNode<U>(_ f: @escaping @Sendable (Value) throws -> Future<U>, _ out: Future<U>) -> _FlatStepNode<Value, Value, U> {
-        _FlatStepNode._make(self, f, out) { input, f, out, ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return nil }
-            switch input._result {
-            case .success(let v):
-                do { return Unmanaged.passRetained(try f(v)) } catch { out._trySet(.failure(error)) }
-            case .failure(let e): out._trySet(.failure(e))
-            }
+        _FlatStepNode._make(self, f, out) { input, f, out in
+            guard let v = input._value(passingFailureTo: out) else { return nil }
+            do { return Unmanaged.passRetained(try f(v)) } catch { out._trySet(.failure(error)) }
             return nil
         }
     }
@@ -189,16 +173,24 @@ extension Future {
     /// `catchDo`'s step.
     @inlinable @inline(__always)
     func _catchDoNode(_ f: @escaping @Sendable (any Error) -> Void) -> _ContinuationNode {
-        _ContinuationNode(output: nil) { ok in
-            if ok, case .failure(let e) = self._result { f(e) }
+        _ContinuationNode(output: nil) {
+            if case .failure(let e) = self._result { f(e) }
         }
     }
 
     /// `finallyDo`'s step.
     @inlinable @inline(__always)
     func _finallyDoNode(_ f: @escaping @Sendable (Future<Value>) -> Void) -> _ContinuationNode {
-        _ContinuationNode(output: nil) { ok in
-            if ok { f(self) }
+        _ContinuationNode(output: nil) { f(self) }
+    }
+
+    /// The value of this completed future, or nil when it failed: then its
+    /// failure is passed on to `out` (a step's output), here, for every step.
+    @inlinable @inline(__always)
+    func _value<U>(passingFailureTo out: Future<U>) -> Value? {
+        switch _result {
+        case .success(let v): return v
+        case .failure(let e): out._trySet(.failure(e)); return nil
         }
     }
 }

@@ -17,8 +17,7 @@ extension Future {
     public func always(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                        _ f: @escaping @Sendable (Future<Value>) -> Void) -> Future<Value> {
         let out = Future<Value>()
-        _ContinuationNode(output: out) { ok in
-            guard ok else { out._trySet(.failure(CancellationError())); return }
+        _ContinuationNode(output: out) {
             f(self)
             out._trySet(self._result)
         }._register(on: self, queue: queue, unless: unless)
@@ -93,7 +92,7 @@ extension Future {
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             source.trySetFailedWithCancel()
         }
-        let registration = _ContinuationNode(output: nil) { _ in
+        let registration = _ContinuationNode(output: nil) {
             source.trySet(self._result)
         }._register(on: self, inline: true)
         out.completionToken._whenSettledInline {
@@ -110,11 +109,8 @@ extension Future {
     /// removes it once the result no longer matters.
     func _mapRegistered<U>(_ f: @escaping @Sendable (Value) -> U) -> (Future<U>, CancelRegistration) {
         let out = Future<U>()
-        let registration = _ContinuationNode(output: out) { _ in
-            switch self._result {
-            case .success(let v): out._trySet(.success(f(v)))
-            case .failure(let e): out._trySet(.failure(e))
-            }
+        let registration = _ContinuationNode(output: out) {
+            if let v = self._value(passingFailureTo: out) { out._trySet(.success(f(v))) }
         }._register(on: self, inline: true)
         return (out, registration)
     }

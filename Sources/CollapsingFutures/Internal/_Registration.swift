@@ -216,7 +216,7 @@ func _failOnUnless(_ output: any _ContinuationOutput, _ unlessOwner: AnyObject?)
         output._tryImmortalize()
         return
     }
-    _ContinuationNode(output: output) { _ in output._failCancelled() }._register(on: uo, inline: true)
+    _ContinuationNode(output: output) { output._failCancelled() }._register(on: uo, inline: true)
 }
 
 /// For a completer that lost the claim CAS on the future `p`: if it is

@@ -21,12 +21,13 @@ import Dispatch
 /// the body's context took).
 @usableFromInline
 final class _ContinuationNode: _Node, @unchecked Sendable {
-    /// `body(true)`: the source completed; `body(false)`: `unless` fired first.
-    @exclusivity(unchecked) @usableFromInline var body: ((Bool) -> Void)?
+    /// Runs once the source completed (`unless` first fails `output` here,
+    /// with `CancellationError`, without the body).
+    @exclusivity(unchecked) @usableFromInline var body: (() -> Void)?
     /// The output future (made immortal if the source is), or nil for `Do` forms.
     @exclusivity(unchecked) @usableFromInline var output: (any _ContinuationOutput)?
 
-    @inlinable @inline(__always) init(output: (any _ContinuationOutput)?, _ body: @escaping (Bool) -> Void) {
+    @inlinable @inline(__always) init(output: (any _ContinuationOutput)?, _ body: @escaping () -> Void) {
         self.body = body
         self.output = output
         super.init()
@@ -35,7 +36,7 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     @usableFromInline override func _run() {
         let b = body
         body = nil; output = nil
-        b?(true)
+        b?()
     }
 
     @usableFromInline override func _discard() { _discarded(unless: nil) }
@@ -51,8 +52,8 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     }
 
     @usableFromInline override func _removed(byUnless: Bool) {
-        let b = body
+        let o = output
         body = nil; output = nil
-        if byUnless { b?(false) }
+        if byUnless { o?._failCancelled() }
     }
 }

@@ -23,11 +23,11 @@ import CCollapsingFutures
 /// level by level (`Future._link`).
 @usableFromInline
 final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
-    /// `ok` true: the input completed; false: `unless` was cancelled first.
-    /// Returns the future `f` returned, for `output` to take on, as the
+    /// Runs once the input completed (`unless` first fails `output` here,
+    /// with `CancellationError`, without the step). Returns the future `f` returned, for `output` to take on, as the
     /// reference `f` returned (unmanaged: handed on without a retain and
     /// release); nil when the step completed `output` itself.
-    @usableFromInline typealias Step = (_ input: Future<I>, _ f: (A) throws -> Future<R>, _ output: Future<R>, _ ok: Bool) -> Unmanaged<Future<R>>?
+    @usableFromInline typealias Step = (_ input: Future<I>, _ f: (A) throws -> Future<R>, _ output: Future<R>) -> Unmanaged<Future<R>>?
 
     /// The input (a `Future<I>`) in the step phase; in the forwarder phase
     /// (`step` nil) the end of the chain `output` takes on (a `Future<R>`).
@@ -75,7 +75,7 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
     @usableFromInline override func _run() {
         if let (o, t) = _takeForwarder() {
             o._complete(copying: t)
-        } else if let (s, i, f, o) = _takeAll(), let inner = s(i, f, o, true) {
+        } else if let (s, i, f, o) = _takeAll(), let inner = s(i, f, o) {
             // The output a forwarder completes is `o`, or the root `o` is
             // linked into (`Future._link`).
             let inner = inner.takeRetainedValue()
@@ -114,8 +114,7 @@ final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchec
     @usableFromInline override func _removed(byUnless: Bool) {
         if _takeForwarder() != nil { return }
         let taken = _takeAll()
-        // With `ok` false the step fails `output` and returns nil.
-        if byUnless, let (s, i, f, o) = taken { _ = s(i, f, o, false) }
+        if byUnless, let (_, _, _, o) = taken { o._failCancelled() }
     }
 
     /// Its fields are nil: each phase's run, discard and removal take

@@ -12,8 +12,9 @@ import CCollapsingFutures
 /// allocation again).
 @usableFromInline
 final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
-    /// `ok` true: the input completed; false: `unless` was cancelled first.
-    @usableFromInline typealias Step = (_ input: Future<A>, _ f: (A) throws -> R, _ output: Future<R>, _ ok: Bool) -> Void
+    /// Completes `output` from the completed input (`unless` first fails
+    /// it here, with `CancellationError`, without the step).
+    @usableFromInline typealias Step = (_ input: Future<A>, _ f: (A) throws -> R, _ output: Future<R>) -> Void
 
     @exclusivity(unchecked) @usableFromInline var input: Future<A>?
     @exclusivity(unchecked) @usableFromInline var f: ((A) throws -> R)?
@@ -50,7 +51,7 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
     }
 
     @usableFromInline override func _run() {
-        if let (s, i, f, o) = _takeAll() { s(i, f, o, true) }
+        if let (s, i, f, o) = _takeAll() { s(i, f, o) }
     }
 
     @usableFromInline override func _discard() { _discarded(unless: nil) }
@@ -63,7 +64,7 @@ final class _StepNode<A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
 
     @usableFromInline override func _removed(byUnless: Bool) {
         let taken = _takeAll()
-        if byUnless, let (s, i, f, o) = taken { s(i, f, o, false) }
+        if byUnless, let (_, _, _, o) = taken { o._failCancelled() }
     }
 
     /// Its fields are nil: running, discarding and removing each take them.
