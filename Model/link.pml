@@ -19,9 +19,13 @@
  *                CLAIMED and the walk's end is AWAITING (a root): our claim
  *                FLATTENING -> pointer | TAKEN to the end, our token CAS
  *                0 -> LINKED; else (or when that token CAS fails) a
- *                forwarder on the walk's end.
- *   try_set      Future._trySet: claim, or _takeClaimThrough and complete
- *                the root.
+ *                forwarder on the walk's end. The end may also be UNSET:
+ *                then (_becomesRoot) a CAS makes it ROOT first, so that
+ *                its first claimer takes it to AWAITING and it never links
+ *                its own token; only while nothing is registered on us
+ *                (our token can then be linked).
+ *   try_set      Future._trySet: claim (UNSET -> CLAIMED, ROOT -> AWAITING),
+ *                or _takeClaimThrough and complete the root.
  *   immortalize  Future._tryImmortalize: the same, settling immortal.
  *   register     a handler registered on a future: _Node._enter pushes on its
  *                own token and, when the CAS meets a link (CF_REG_LINKED),
@@ -71,6 +75,12 @@
  *       producer, sets W to 1, makes it immortal or does nothing, and drops
  *       W and Y. Every future ends with W's outcome; X, once others are
  *       linked into it, must not link its own token (R-5).
+ *   L6  A chain built outwards, every step concurrent, three sources'
+ *       futures (none linkable), X's consumer registered on X: T0 sets Y
+ *       to X, drops X and Y; T1 sets Z to Y, drops Y and Z; T2, X's
+ *       source, sets X to 1 or makes it immortal (its deinit), then drops
+ *       X. An UNSET end is made ROOT and linked into; Y and Z, resolved,
+ *       end as X does.
  * Producers. A linkable future is a step output, whose step node always
  * completes it or makes it immortal (it runs, is discarded, or its unless
  * fails it). Only a future with nothing registered on it can be dropped by
@@ -83,7 +93,8 @@
  * producer's value arriving; run.sh requires spin to refute it (k = 1 in
  * L1; k = 2 in L2: Y into X, then Z into X through Y's claim; k = 1 in
  * L4 counts a token linked by _linkInto; in L5, that a root others were
- * linked into was set to a chain ending at another root).
+ * linked into was set to a chain ending at another root; k = 1 in L6: both
+ * Y and Z linked by _linkInto).
  *
  * Properties, at the end state (all threads done, every reference dropped):
  *   R-1  X settles exactly once (asserted at every settle: every future at
@@ -110,6 +121,9 @@
  *   UP_UNTAKEN   _linkInto leaves the claim it names untaken
  *   UP_ANY_END   _linkInto links into any end, not only an AWAITING one
  *   UP_NOT_FRESH _linkInto also from a future that was AWAITING when set
+ *   ROOT_UNCLAIMED _takeClaim does not claim a ROOT
+ *   ROOT_CLAIMED _takeClaim takes a ROOT to CLAIMED, not AWAITING
+ *   ROOT_NO_MARK _linkInto into an UNSET end without making it ROOT
  */
 
 #define X 0
@@ -129,6 +143,7 @@
 #define F_AWAITING   3   /* CF_F_AWAITING */
 #define F_LINK       4   /* a pointer to lroot[f] (>= CF_F_LINK_MIN) */
 #define F_LINK_TAKEN 5   /* the same | CF_F_TAKEN */
+#define F_ROOT       6   /* CF_F_ROOT */
 
 #define PENDING      0
 #define W_CANCELLED  2   /* CF_W_CANCELLED */
@@ -140,10 +155,10 @@
 #define HB           (1 << NF)   /* the holder's handler (on Y) */
 #define CB           (2 << NF)   /* the consumer's handler (on X; on Z in L5) */
 
-#if defined(CFG_L1) || defined(CFG_L2) || defined(CFG_L3) || defined(CFG_L4) || defined(CFG_L5)
+#if defined(CFG_L1) || defined(CFG_L2) || defined(CFG_L3) || defined(CFG_L4) || defined(CFG_L5) || defined(CFG_L6)
 #define NP 3
 #else
-#error "select a configuration with -DCFG_L1 ... -DCFG_L5"
+#error "select a configuration with -DCFG_L1 ... -DCFG_L6"
 #endif
 
 byte claim[NF];      /* cf_future.claim */
@@ -159,7 +174,8 @@ bit linkable[NF];
 bit rooted[NF];      /* ghost: a token was linked into its token (R-5) */
 bit hreg, hran, hdisc, cran, cdisc;
 byte outcome;        /* ghost: the last producer set 1 (1), made it immortal (2), nothing (0) */
-byte nlink;          /* ghost: links done (L4: tokens linked by _linkInto) */
+byte nlink;          /* ghost: links done (L4, L6: tokens linked by _linkInto) */
+byte nroot;          /* ghost: UNSET ends made roots */
 bit reroot;          /* ghost: a future others were linked into was set to a chain ending at another root */
 byte ndone;
 
@@ -271,9 +287,26 @@ inline take_through(f, t) {
   fi
 }
 
+/* Future._takeClaim's own claim of f: UNSET -> CLAIMED, or, for a root
+   others are linked into, ROOT -> AWAITING (it never links its own token) */
+inline claim_own(f) {
+  d_step { won = (claim[f] == F_UNSET); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi };  /* future_claim */
+  if
+  :: !won ->
+#if defined(MUT_ROOT_UNCLAIMED)
+     skip                                                  /* MUTANT root-unclaimed: a root cannot be claimed */
+#elif defined(MUT_ROOT_CLAIMED)
+     d_step { won = (claim[f] == F_ROOT); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi }  /* MUTANT root-claimed */
+#else
+     d_step { won = (claim[f] == F_ROOT); if :: won -> claim[f] = F_AWAITING :: else -> skip fi }  /* future_claim: a root */
+#endif
+  :: else -> skip
+  fi
+}
+
 /* Future._trySet(v) */
 inline try_set(f, v) {
-  d_step { won = (claim[f] == F_UNSET); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi };  /* future_claim */
+  claim_own(f);
   if
   :: won -> cw = W_CANCELLED; cv = v; cascade(f)
   :: else ->
@@ -287,7 +320,7 @@ inline immortalize(f) {
   d_step { c = claim[f] };                                 /* future_load */
   won = 0;
   if
-  :: c == F_UNSET -> d_step { won = (claim[f] == F_UNSET); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi }
+  :: c == F_UNSET || c == F_ROOT -> claim_own(f)
   :: else -> skip
   fi;
   if
@@ -373,16 +406,29 @@ inline link(other) {
   tok_ok = 0; pre = 0
 }
 
-/* _setClaimed's load of e0's claim, then, when e0 is AWAITING,
+/* _setClaimed's _isRoot(e0, making: our token word is empty): e0's claim,
+   made ROOT when it is UNSET and nothing is registered on me (a CAS, then
+   the word loaded again); then, when e0 is a root (AWAITING or ROOT),
    Future._linkInto(e0) by me (FLATTENING, was CLAIMED): linked = whether
    our token was linked; when not, the caller registers the forwarder */
 inline link_into(e0) {
   linked = 0;
+  d_step { mk = (word[me] == PENDING && hl[me] == 0) };    /* token_load: our word */
   d_step { c = claim[e0] };                                /* future_load */
+  if
+  :: c == F_UNSET && mk ->
+#if defined(MUT_ROOT_NO_MARK)
+     c = F_ROOT                                            /* MUTANT root-no-mark: taken for a root, left UNSET */
+#else
+     d_step { if :: claim[e0] == F_UNSET -> claim[e0] = F_ROOT; nroot++ :: else -> skip fi };   /* future_claim */
+     d_step { c = claim[e0] }                              /* future_load */
+#endif
+  :: else -> skip
+  fi;
 #if defined(MUT_UP_ANY_END)
   if :: c != F_LINK && c != F_LINK_TAKEN ->                /* MUTANT up-any-end */
 #else
-  if :: c == F_AWAITING ->
+  if :: c == F_AWAITING || c == F_ROOT ->
 #endif
      d_step {                                              /* future_claim: FLATTENING -> pointer | TAKEN */
        assert(claim[me] == F_FLATTENING);
@@ -405,7 +451,7 @@ inline link_into(e0) {
 
 /* Future._setFuture(other) on f */
 inline set_future(f, other) {
-  d_step { won = (claim[f] == F_UNSET); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi };  /* future_claim */
+  claim_own(f);
   me = NONE;
   if
   :: won -> me = f
@@ -426,7 +472,7 @@ inline set_future(f, other) {
         if :: w == PENDING && wh == 0 && linkable[other] -> link(other) :: else -> skip fi;
         if
         :: linked ->
-#if !defined(CFG_L4)
+#if !defined(CFG_L4) && !defined(CFG_L6)
            nlink++
 #else
            skip
@@ -485,7 +531,7 @@ inline drop(f) {
 
 proctype Thread(byte tid) {
   byte todo, first, g, pend, cw, cv, c, t, tg, w, wh, me, s0, e0, e, wn;
-  bit won, linked, tok_ok, last, pre, fresh;
+  bit won, linked, tok_ok, last, pre, fresh, mk;
   byte rdone;
 #if defined(CFG_L1)
   if
@@ -531,6 +577,17 @@ proctype Thread(byte tid) {
      drop(Y)
   :: tid == 2 -> set_future(Z, Y); drop(Y); drop(Z)
   fi;
+#elif defined(CFG_L6)
+  if
+  :: tid == 0 -> set_future(Y, X); drop(X); drop(Y)
+  :: tid == 1 -> set_future(Z, Y); drop(Y); drop(Z)
+  :: tid == 2 ->
+     if
+     :: outcome = 1; try_set(X, 1)
+     :: outcome = 2; immortalize(X)                        /* its source's deinit */
+     fi;
+     drop(X)
+  fi;
 #else
   if
   :: tid == 0 -> set_future(X, Y); drop(Y)
@@ -566,6 +623,11 @@ init {
     linkable[Z] = 0;
     refs[Y] = 3;                   /* T0's, T1's (its producer), T2's (Z's set) */
     refs[Z] = 1                    /* T2's (Z's source and holder) */
+#elif defined(CFG_L6)
+    linkable[Y] = 0;               /* sources' futures, none linkable */
+    refs[X] = 2;                   /* T0's (Y's set), T2's (X's source) */
+    refs[Y] = 2;                   /* T0's (Y's source), T1's (Z's set) */
+    refs[Z] = 1                    /* T1's (Z's source) */
 #else
     hl[X] = 0; hl[Z] = CB;         /* the consumer is Z's: X may link its token */
     linkable[W] = 1;
@@ -609,6 +671,23 @@ init {
     assert(outcome == 1 || (cdisc && !cran));
 #if defined(WITNESS)
     assert(!(reroot && outcome == 1))
+#endif
+#elif defined(CFG_L6)
+    i = 0;
+    do
+    :: i < NF ->
+       assert(refs[i] == 0 && xrefs[i] == 0);              /* R-3 */
+       /* R-1: every future, resolved, ends as X does */
+       g = ((word[i] == W_LINKED) -> lroot[i] : i);
+       assert(word[g] == word[X] && (word[X] != W_CANCELLED || val[g] == 1));
+       i++
+    :: else -> break
+    od;
+    assert(nsettle[X] == 1);
+    assert(outcome != 1 || (word[X] == W_CANCELLED && val[X] == 1 && cran && !cdisc));
+    assert(outcome == 1 || (word[X] == W_IMMORTAL && cdisc && !cran));
+#if defined(WITNESS)
+    assert(!(nlink >= 2 && outcome == 1))
 #endif
 #elif defined(CFG_L4)
     i = 0;

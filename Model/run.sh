@@ -53,6 +53,7 @@ CONFIGS=(
   "link3|-DCFG_L3|safety|-w22|link.pml"
   "link4|-DCFG_L4|safety|-w20|link.pml"
   "link5|-DCFG_L5|safety|-w22|link.pml"
+  "link6|-DCFG_L6|safety|-w20|link.pml"
   "wheel|-DCFG_W2|safety|-w22|wheel.pml"
   "wheel-seq|-DCFG_W2S|safety|-w21|wheel.pml"
   "wheel-seq-live|-DCFG_W2S -DLIVENESS|ltl|-w21|wheel.pml"
@@ -92,6 +93,9 @@ MUTANTS=(
   "up-untaken|-DCFG_L4|-DMUT_UP_UNTAKEN|_linkInto leaves the claim it names untaken|link.pml"
   "up-any-end|-DCFG_L5|-DMUT_UP_ANY_END|_linkInto links into any end of a walk, not only a root|link.pml"
   "up-not-fresh|-DCFG_L5|-DMUT_UP_NOT_FRESH|_linkInto also from a future others were linked into|link.pml"
+  "root-unclaimed|-DCFG_L6|-DMUT_ROOT_UNCLAIMED|_takeClaim does not claim a ROOT|link.pml"
+  "root-claimed|-DCFG_L6|-DMUT_ROOT_CLAIMED|_takeClaim takes a ROOT to CLAIMED, not AWAITING|link.pml"
+  "root-no-mark|-DCFG_L6|-DMUT_ROOT_NO_MARK|_linkInto into an UNSET end without making it ROOT|link.pml"
   "check-early|-DCFG_W2S|-DMUT_CHECK_EARLY|the driver looks at the inbox before publishing its sleep tick|wheel.pml"
   "tick-nofence|-DCFG_W2S|-DMUT_TICK_NOFENCE|no full fence between publishing the sleep tick and the re-check (store buffering)|wheel.pml"
   "tick-nofence-sweep|-DCFG_W2|-DMUT_TICK_NOFENCE|the same fence, on the count's side (the mark stored, cancels loaded)|wheel.pml"
@@ -236,6 +240,12 @@ check)
     '^pan:1: assertion violated .*nlink>=' \
     "link4 reaches a token linked into a root (_linkInto) with the producer's value" \
     "link4 never links a token into a root"
+  # link6 must reach a chain built outwards flat: Y and Z both linked into
+  # X, still unset when they linked, with the producer's value arriving.
+  reach "$out/reach-link6" "-DCFG_L6 -DWITNESS=1" "-w20" link.pml \
+    '^pan:1: assertion violated .*nlink>=' \
+    "link6 reaches a chain built outwards with both levels linked into its unset root" \
+    "link6 never links both levels of an outward chain into its root"
   # link5 must reach what it is for: a root others were linked into set
   # again, through its claim, to a chain ending at another root.
   reach "$out/reach-link5" "-DCFG_L5 -DWITNESS=1" "-w22" link.pml \

@@ -226,8 +226,14 @@ extension Future {
             var registrations: [CancelRegistration] = []
             registrations.reserveCapacity(inputs.count)
             for (i, f) in inputs.enumerated() {
+                // (Not `_value(passingFailureTo:)`: this body is not
+                // specialized, and that generic call looks up `out`'s
+                // metadata on every input.)
                 registrations.append(_ContinuationNode(output: out) {
-                    if let v = f._value(passingFailureTo: out), slots.fill(i, v) { out._trySet(.success(slots.values())) }
+                    switch f._result {
+                    case .failure(let e): out._trySet(.failure(e))
+                    case .success(let v): if slots.fill(i, v) { out._trySet(.success(slots.values())) }
+                    }
                 }._register(on: f, inline: true))
             }
             return registrations

@@ -185,7 +185,9 @@ extension Future {
     }
 
     /// The value of this completed future, or nil when it failed: then its
-    /// failure is passed on to `out` (a step's output), here, for every step.
+    /// failure is passed on to `out` (a step's output), here, for every
+    /// step built in specialized (inlinable) code; unspecialized, this
+    /// generic call would look up `out`'s metadata on every run.
     @inlinable @inline(__always)
     func _value<U>(passingFailureTo out: Future<U>) -> Value? {
         switch _result {

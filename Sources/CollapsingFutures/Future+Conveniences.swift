@@ -109,8 +109,13 @@ extension Future {
     /// removes it once the result no longer matters.
     func _mapRegistered<U>(_ f: @escaping @Sendable (Value) -> U) -> (Future<U>, CancelRegistration) {
         let out = Future<U>()
+        // (Not `_value(passingFailureTo:)`: unspecialized, as here, that
+        // generic call looks up `out`'s metadata on every run.)
         let registration = _ContinuationNode(output: out) {
-            if let v = self._value(passingFailureTo: out) { out._trySet(.success(f(v))) }
+            switch self._result {
+            case .success(let v): out._trySet(.success(f(v)))
+            case .failure(let e): out._trySet(.failure(e))
+            }
         }._register(on: self, inline: true)
         return (out, registration)
     }

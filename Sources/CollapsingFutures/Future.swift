@@ -376,14 +376,24 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     /// Takes the right to complete this future: its own claim (UNSET ->
-    /// CLAIMED), or, when it is linked (`_link`) and nobody took its claim
-    /// through yet, its root's (`_takeClaimThrough`). Returns the future
-    /// the caller now completes, this one or that root (unretained: the
-    /// caller holds this one, and this one's claim word the root); nil if
-    /// someone else holds the claim. Every completer takes the claim here.
+    /// CLAIMED; ROOT -> AWAITING for a root others are linked into, which
+    /// so never links its own token), or, when it is linked (`_link`) and
+    /// nobody took its claim through yet, its root's (`_takeClaimThrough`).
+    /// Returns the future the caller now completes, this one or that root
+    /// (unretained: the caller holds this one, and this one's claim word
+    /// the root); nil if someone else holds the claim. Every completer
+    /// takes the claim here.
     @inlinable @inline(__always)
     func _takeClaim() -> Unmanaged<Future>? {
         if cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 { return .passUnretained(self) }
+        return _takeClaimOtherwise()
+    }
+
+    /// `_takeClaim` once the claim was not UNSET: a root's own claim, or
+    /// the claim taken through a link. Out of line: the rare path.
+    @usableFromInline func _takeClaimOtherwise() -> Unmanaged<Future>? {
+        if cf_future_claim_load(_fptr) == UInt(CF_F_ROOT),
+           cf_future_claim(_fptr, UInt(CF_F_ROOT), UInt(CF_F_AWAITING)) != 0 { return .passUnretained(self) }
         guard let root = _takeClaimThrough(_fptr) else { return nil }
         return .fromOpaque(root)
     }
@@ -394,7 +404,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// it first. Not for step outputs, which may be linked.
     @inlinable func _claim() -> Bool {
         assert(!_linkable, "_claim() does not follow links")
-        return cf_future_claim(_fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0
+        return _takeClaim() != nil
     }
 
     /// Only the claim holder (or the flattening forwarder) calls this. Its
@@ -412,11 +422,12 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// claim is still to take.
     @inlinable @discardableResult
     func _tryImmortalize() -> Bool {
-        // The claim word never returns to UNSET, and only a link is claimed
-        // through: a source dying after it set its future (the common case)
-        // pays this load, not a failing CAS.
+        // The claim word never returns to UNSET, and only a root or a link
+        // is claimed otherwise: a source dying after it set its future (the
+        // common case) pays this load, not a failing CAS.
         let c = cf_future_claim_load(_fptr)
-        guard c == UInt(CF_F_UNSET) || c >= UInt(CF_F_LINK_MIN), let f = _takeClaim() else { return false }
+        guard c == UInt(CF_F_UNSET) || c == UInt(CF_F_ROOT) || c >= UInt(CF_F_LINK_MIN),
+              let f = _takeClaim() else { return false }
         return f._withUnsafeGuaranteedRef { $0._immortalizeClaimed() }
     }
 
@@ -472,9 +483,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         let (end, after) = _walk(from: start)
         guard let end else { _ = _immortalizeClaimed(); return before + after }
         // CLAIMED: nothing is linked into us (AWAITING: something may be).
-        // `end` AWAITING: a root (checked here, so that the common flatten
-        // pays a load, not a call).
-        if claimed == UInt(CF_F_CLAIMED) && cf_future_claim_load(end._fptr) == UInt(CF_F_AWAITING)
+        // `end` a root, or made one while nothing is registered on us (our
+        // token can then be linked): we link into it.
+        if claimed == UInt(CF_F_CLAIMED) && Self._isRoot(end, making: cf_token_load(_ownTptr) == 0)
             && _linkInto(end) { return before + after }
         forwarder(self, end)._register(on: end, inline: true)
         return before + after
@@ -523,9 +534,24 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return true
     }
 
+    /// Whether `end`, the end of a chain, is a root others may link into:
+    /// AWAITING or ROOT, or, with `making`, UNSET and made ROOT here (its
+    /// first claimer then takes it to AWAITING: `_takeClaim`). Full CAS, as
+    /// every claim CAS; the load after it says who won (a claimer, or
+    /// `_link`, may have come first).
+    @inlinable @inline(__always)
+    static func _isRoot(_ end: Future, making: Bool) -> Bool {
+        var c = cf_future_claim_load(end._fptr)
+        if making && c == UInt(CF_F_UNSET) {
+            cf_future_claim(end._fptr, UInt(CF_F_UNSET), UInt(CF_F_ROOT))
+            c = cf_future_claim_load(end._fptr)
+        }
+        return c == UInt(CF_F_AWAITING) || c == UInt(CF_F_ROOT)
+    }
+
     /// Links us into `end`, the end of our chain, instead of registering a
-    /// forwarder on it, when `end` is a root (AWAITING: others may be
-    /// linked into it, and a future that is not CLAIMED when it is set
+    /// forwarder on it, when `end` is a root (AWAITING or ROOT: others may
+    /// be linked into it, and a future that is not CLAIMED when it is set
     /// never links itself): our claim word names `end` with a reference to
     /// it, taken (CF_F_TAKEN: nobody completes us but `end`), and our token
     /// is linked into its token, so we keep nothing of ours on `end` and are
@@ -544,12 +570,16 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// output; `end`'s claim holder, or its linked futures when they
     /// complete or die, settle it.)
     ///
-    /// The caller has seen `end` AWAITING. Returns whether our token is
+    /// That also keeps a chain built outwards flat: each future set to the
+    /// previous one links into the first, still unset (made ROOT), and the
+    /// futures between are freed with their sources.
+    ///
+    /// The caller has seen `end` a root (`_isRoot`). Returns whether our token is
     /// linked; if not (a handler was registered on us meanwhile), the
     /// caller registers the forwarder, which completes us. `end` can never
     /// be linked itself: only an UNSET claim links (`_link`), and an
-    /// AWAITING future never links (see above), so a token is one step
-    /// from its root, as `cf_token_resolve` needs.
+    /// AWAITING or ROOT future never links (see above), so a token is one
+    /// step from its root, as `cf_token_resolve` needs.
     @usableFromInline func _linkInto(_ end: Future) -> Bool {
         // Our claim word, which only we write, so the CAS cannot fail:
         // FLATTENING -> `end` | TAKEN. Walkers that see it follow it as they

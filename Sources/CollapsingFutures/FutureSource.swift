@@ -61,7 +61,7 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
         #if DEBUG
         // Recorded before the immortalizing settle publishes it (claim first,
         // so a future that was set keeps no site).
-        if cf_future_claim(future._fptr, UInt(CF_F_UNSET), UInt(CF_F_CLAIMED)) != 0 {
+        if future._claim() {
             future._immortalSite = "\(_fileID):\(_line)"
             cf_token_settle(future._tptr, _wImmortal)
         }

@@ -59,5 +59,47 @@ import TestSupport
         #expect(seen.all.isEmpty)
         #expect(Future<Int>._aliveOnThisThread == before)
     }
+
+    /// A chain built outwards (each new source's future set to the
+    /// previous one) links each level into the first future, still unset:
+    /// once their sources are gone the levels between are freed, so the
+    /// chain keeps two futures, not one per level, and both ends still
+    /// see the outcome.
+    @Test func aChainBuiltOutwardsKeepsNoFuturePerLevel() {
+        let before = Future<Int>._aliveOnThisThread
+        do {
+            let root = FutureSource<Int>()
+            var outer = root.future
+            for _ in 0..<1_000 {
+                let s = FutureSource<Int>()
+                #expect(s.trySetResult(outer))
+                outer = s.future
+            }
+            #expect(Future<Int>._aliveOnThisThread - before == 2)
+            #expect(outer.state == .flattening && root.future.state == .pending)
+            let seen = Log<Int>()
+            outer.thenDo(on: .completingThread) { seen.append($0) }
+            #expect(root.trySetResult(8))
+            #expect(outer.forceGetResult() == 8 && seen.all == [8])
+        }
+        #expect(Future<Int>._aliveOnThisThread == before)
+    }
+
+    /// The same chain whose first source dies unset: every level that is
+    /// left becomes immortal with it.
+    @Test func aChainBuiltOutwardsBecomesImmortalWithItsUnsetRoot() {
+        var outer: Future<Int>
+        do {
+            let root = FutureSource<Int>()
+            outer = root.future
+            for _ in 0..<100 {
+                let s = FutureSource<Int>()
+                s.trySetResult(outer)
+                outer = s.future
+            }
+            #expect(outer.state == .flattening)
+        }
+        #expect(outer.state == .immortal)
+    }
 }
 #endif
