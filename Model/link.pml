@@ -20,11 +20,11 @@
  *                FLATTENING -> pointer | TAKEN to the end, our token CAS
  *                0 -> LINKED; else (or when that token CAS fails) a
  *                forwarder on the walk's end. The end may also be UNSET:
- *                then (_becomesRoot) a CAS makes it ROOT first, so that
- *                its first claimer takes it to AWAITING and it never links
- *                its own token; only while nothing is registered on us
- *                (our token can then be linked).
- *   try_set      Future._trySet: claim (UNSET -> CLAIMED, ROOT -> AWAITING),
+ *                then (_isRoot(_:making:)) a CAS makes it ROOT first, so
+ *                that its first claimer takes it to ROOT_CLAIMED and it
+ *                never links its own token; only while nothing is
+ *                registered on us (our token can then be linked).
+ *   try_set      Future._trySet: claim (UNSET -> CLAIMED, ROOT -> ROOT_CLAIMED),
  *                or _takeClaimThrough and complete the root.
  *   immortalize  Future._tryImmortalize: the same, settling immortal.
  *   register     a handler registered on a future: _Node._enter pushes on its
@@ -77,7 +77,10 @@
  *       linked into it, must not link its own token (R-5).
  *   L6  A chain built outwards, every step concurrent, three sources'
  *       futures (none linkable), X's consumer registered on X: T0 sets Y
- *       to X, drops X and Y; T1 sets Z to Y, drops Y and Z; T2, X's
+ *       to X, drops X and Y, then, a holder Z was handed to, registers a
+ *       handler on Z or not, and drops Z (the handler may come between
+ *       Z's set making Y ROOT and its token link, which then fails and a
+ *       forwarder on the root completes Z); T1 sets Z to Y, drops Y and Z; T2, X's
  *       source, sets X to 1 or makes it immortal (its deinit), then drops
  *       X. An UNSET end is made ROOT and linked into; Y and Z, resolved,
  *       end as X does.
@@ -122,7 +125,7 @@
  *   UP_ANY_END   _linkInto links into any end, not only an AWAITING one
  *   UP_NOT_FRESH _linkInto also from a future that was AWAITING when set
  *   ROOT_UNCLAIMED _takeClaim does not claim a ROOT
- *   ROOT_CLAIMED _takeClaim takes a ROOT to CLAIMED, not AWAITING
+ *   ROOT_CLAIMED _takeClaim takes a ROOT to CLAIMED, not ROOT_CLAIMED
  *   ROOT_NO_MARK _linkInto into an UNSET end without making it ROOT
  */
 
@@ -144,6 +147,7 @@
 #define F_LINK       4   /* a pointer to lroot[f] (>= CF_F_LINK_MIN) */
 #define F_LINK_TAKEN 5   /* the same | CF_F_TAKEN */
 #define F_ROOT       6   /* CF_F_ROOT */
+#define F_ROOT_CLAIMED 7 /* CF_F_ROOT_CLAIMED */
 
 #define PENDING      0
 #define W_CANCELLED  2   /* CF_W_CANCELLED */
@@ -288,7 +292,8 @@ inline take_through(f, t) {
 }
 
 /* Future._takeClaim's own claim of f: UNSET -> CLAIMED, or, for a root
-   others are linked into, ROOT -> AWAITING (it never links its own token) */
+   others are linked into, ROOT -> ROOT_CLAIMED (it never links its own
+   token) */
 inline claim_own(f) {
   d_step { won = (claim[f] == F_UNSET); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi };  /* future_claim */
   if
@@ -298,7 +303,7 @@ inline claim_own(f) {
 #elif defined(MUT_ROOT_CLAIMED)
      d_step { won = (claim[f] == F_ROOT); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi }  /* MUTANT root-claimed */
 #else
-     d_step { won = (claim[f] == F_ROOT); if :: won -> claim[f] = F_AWAITING :: else -> skip fi }  /* future_claim: a root */
+     d_step { won = (claim[f] == F_ROOT); if :: won -> claim[f] = F_ROOT_CLAIMED :: else -> skip fi }  /* future_claim: a root */
 #endif
   :: else -> skip
   fi
@@ -370,7 +375,7 @@ inline link(other) {
   d_step { pre = (claim[other] == F_UNSET) };              /* future_load: not linkable once claimed */
   if
   :: pre ->
-  d_step { if :: claim[me] == F_CLAIMED -> claim[me] = F_AWAITING :: else -> skip fi };  /* future_claim (ours) */
+  d_step { if :: claim[me] == F_CLAIMED || claim[me] == F_ROOT_CLAIMED -> claim[me] = F_AWAITING :: else -> skip fi };  /* future_claim (ours) */
 #if defined(MUT_TOKEN_FIRST)
   d_step { tok_ok = (word[other] == PENDING && hl[other] == 0); if :: tok_ok -> word[other] = W_LINKED; lroot[other] = me :: else -> skip fi };  /* MUTANT token-first */
 #endif
@@ -408,7 +413,8 @@ inline link(other) {
 
 /* _setClaimed's _isRoot(e0, making: our token word is empty): e0's claim,
    made ROOT when it is UNSET and nothing is registered on me (a CAS, then
-   the word loaded again); then, when e0 is a root (AWAITING or ROOT),
+   the word loaded again); then, when e0 is a root (AWAITING, ROOT or
+   ROOT_CLAIMED),
    Future._linkInto(e0) by me (FLATTENING, was CLAIMED): linked = whether
    our token was linked; when not, the caller registers the forwarder */
 inline link_into(e0) {
@@ -428,7 +434,7 @@ inline link_into(e0) {
 #if defined(MUT_UP_ANY_END)
   if :: c != F_LINK && c != F_LINK_TAKEN ->                /* MUTANT up-any-end */
 #else
-  if :: c == F_AWAITING || c == F_ROOT ->
+  if :: c == F_AWAITING || c == F_ROOT || c == F_ROOT_CLAIMED ->
 #endif
      d_step {                                              /* future_claim: FLATTENING -> pointer | TAKEN */
        assert(claim[me] == F_FLATTENING);
@@ -483,7 +489,7 @@ inline set_future(f, other) {
            :: s0 == NONE -> cw = W_IMMORTAL; cascade(me)
            :: else ->
               d_step {                                     /* _publishTarget; future_claim -> FLATTENING */
-                assert(claim[me] == F_CLAIMED || claim[me] == F_AWAITING);
+                assert(claim[me] == F_CLAIMED || claim[me] == F_AWAITING || claim[me] == F_ROOT_CLAIMED);
 #if defined(MUT_UP_NOT_FRESH)
                 fresh = 1;                                 /* MUTANT up-not-fresh */
 #else
@@ -579,7 +585,10 @@ proctype Thread(byte tid) {
   fi;
 #elif defined(CFG_L6)
   if
-  :: tid == 0 -> set_future(Y, X); drop(X); drop(Y)
+  :: tid == 0 ->
+     set_future(Y, X); drop(X); drop(Y);
+     if :: hreg -> register(Z, HB, Z) :: else -> skip fi;  /* a holder Z was handed to */
+     drop(Z)
   :: tid == 1 -> set_future(Z, Y); drop(Y); drop(Z)
   :: tid == 2 ->
      if
@@ -627,7 +636,7 @@ init {
     linkable[Y] = 0;               /* sources' futures, none linkable */
     refs[X] = 2;                   /* T0's (Y's set), T2's (X's source) */
     refs[Y] = 2;                   /* T0's (Y's source), T1's (Z's set) */
-    refs[Z] = 1                    /* T1's (Z's source) */
+    refs[Z] = 2                    /* T1's (Z's source), T0's (a holder) */
 #else
     hl[X] = 0; hl[Z] = CB;         /* the consumer is Z's: X may link its token */
     linkable[W] = 1;
@@ -635,8 +644,8 @@ init {
     refs[W] = 2                    /* T1's (Z's set), T2's (Y's step result, W's producer) */
 #endif
   };
-#if defined(CFG_L1)
-  if :: hreg = 1 :: hreg = 0 fi;  /* whether T2 registers a handler on Y (not in the d_step: there the first option always wins) */
+#if defined(CFG_L1) || defined(CFG_L6)
+  if :: hreg = 1 :: hreg = 0 fi;  /* whether the holder registers a handler (not in the d_step: there the first option always wins) */
 #endif
   atomic { run Thread(0); run Thread(1); run Thread(2) };
   (ndone == NP);
@@ -686,6 +695,8 @@ init {
     assert(nsettle[X] == 1);
     assert(outcome != 1 || (word[X] == W_CANCELLED && val[X] == 1 && cran && !cdisc));
     assert(outcome == 1 || (word[X] == W_IMMORTAL && cdisc && !cran));
+    /* R-2: the holder's handler on Z, registered at any point of Z's set */
+    assert(!hreg || (outcome == 1 -> hran && !hdisc : hdisc && !hran));
 #if defined(WITNESS)
     assert(!(nlink >= 2 && outcome == 1))
 #endif

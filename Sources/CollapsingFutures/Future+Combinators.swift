@@ -229,7 +229,7 @@ extension Future {
                 // (Not `_value(passingFailureTo:)`: this body is not
                 // specialized, and that generic call looks up `out`'s
                 // metadata on every input.)
-                registrations.append(_ContinuationNode(output: out) {
+                registrations.append(_ContinuationNode._make(output: out) {
                     switch f._result {
                     case .failure(let e): out._trySet(.failure(e))
                     case .success(let v): if slots.fill(i, v) { out._trySet(.success(slots.values())) }
@@ -264,7 +264,7 @@ extension Future {
         _gather(inputs, unless: unless) { out in
             let remaining = _Countdown(inputs.count)
             return inputs.map { f in
-                _ContinuationNode(output: out) {
+                _ContinuationNode._make(output: out) {
                     if remaining.tick() { out._trySet(.success(settled(inputs))) }
                 }._register(on: f, inline: true)
             }
@@ -406,7 +406,7 @@ extension Future {
                 }
                 let out = Future()
                 let next = i + 1, nextTimeout = _Delay.scaled(timeout, by: backoff)
-                _ContinuationNode(output: out) {
+                _ContinuationNode._make(output: out) {
                     if case .failure(let e) = tried._result, e is TimeoutError, next < maxTries {
                         out._trySetFuture(attempt(next, nextTimeout))
                     } else {
@@ -471,7 +471,7 @@ extension Future {
                 guard tried.result != nil else {
                     let out = Future()
                     let next = i + 1, nextWait = wait
-                    _ContinuationNode(output: out) {
+                    _ContinuationNode._make(output: out) {
                         out._trySetFuture(isFinal(tried, next - 1, before: nextWait) ? tried : waited(next, nextWait))
                     }._register(on: tried, unless: until, inline: true)
                     return out
@@ -487,7 +487,7 @@ extension Future {
             let pause = Future<Void>.delayed((), by: wait, unless: until)
             let out = Future()
             let nextWait = _Delay.scaled(wait, by: backoff)
-            _ContinuationNode(output: out) {
+            _ContinuationNode._make(output: out) {
                 guard case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
                 out._trySetFuture(attempt(next, nextWait))
             }._register(on: pause, unless: until, inline: true)
@@ -516,7 +516,7 @@ extension Sequence {
             return outs
         }
         let registrations = inputs.map { f in
-            _ContinuationNode(output: nil) { ordered.fill(f._result) }._register(on: f, inline: true)
+            _ContinuationNode._make(output: nil) { ordered.fill(f._result) }._register(on: f, inline: true)
         }
         let last = outs[outs.count - 1].completionToken
         unless._whenCancelledInline(unless: last, removeOnUnlessImmortal: true) { ordered.cancelRest() }

@@ -36,7 +36,7 @@ extension Future {
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
         let out = Future<Value>()
-        _ContinuationNode(output: out) {
+        _ContinuationNode._make(output: out) {
             switch self._result {
             case .success: out._trySet(self._result)
             case .failure(let e): out._trySet(Result { try f(e) })
@@ -59,7 +59,7 @@ extension Future {
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> U) -> Future<U> {
         let out = Future<U>()
-        _ContinuationNode(output: out) { out._trySet(Result { try f(self) }) }._register(on: self, queue: queue, unless: unless)
+        _ContinuationNode._make(output: out) { out._trySet(Result { try f(self) }) }._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -130,7 +130,7 @@ extension Future {
     @inlinable
     public func unless(_ token: CancelToken) -> Future<Value> {
         let out = Future<Value>()
-        _ContinuationNode(output: out) { out._trySet(self._result) }._register(on: self, unless: token, inline: true)
+        _ContinuationNode._make(output: out) { out._trySet(self._result) }._register(on: self, unless: token, inline: true)
         return out
     }
 }
@@ -173,7 +173,7 @@ extension Future {
     /// `catchDo`'s step.
     @inlinable @inline(__always)
     func _catchDoNode(_ f: @escaping @Sendable (any Error) -> Void) -> _ContinuationNode {
-        _ContinuationNode(output: nil) {
+        _ContinuationNode._make(output: nil) {
             if case .failure(let e) = self._result { f(e) }
         }
     }
@@ -181,7 +181,7 @@ extension Future {
     /// `finallyDo`'s step.
     @inlinable @inline(__always)
     func _finallyDoNode(_ f: @escaping @Sendable (Future<Value>) -> Void) -> _ContinuationNode {
-        _ContinuationNode(output: nil) { f(self) }
+        _ContinuationNode._make(output: nil) { f(self) }
     }
 
     /// The value of this completed future, or nil when it failed: then its

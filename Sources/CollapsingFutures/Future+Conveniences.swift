@@ -17,7 +17,7 @@ extension Future {
     public func always(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                        _ f: @escaping @Sendable (Future<Value>) -> Void) -> Future<Value> {
         let out = Future<Value>()
-        _ContinuationNode(output: out) {
+        _ContinuationNode._make(output: out) {
             f(self)
             out._trySet(self._result)
         }._register(on: self, queue: queue, unless: unless)
@@ -92,7 +92,7 @@ extension Future {
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             source.trySetFailedWithCancel()
         }
-        let registration = _ContinuationNode(output: nil) {
+        let registration = _ContinuationNode._make(output: nil) {
             source.trySet(self._result)
         }._register(on: self, inline: true)
         out.completionToken._whenSettledInline {
@@ -111,7 +111,7 @@ extension Future {
         let out = Future<U>()
         // (Not `_value(passingFailureTo:)`: unspecialized, as here, that
         // generic call looks up `out`'s metadata on every run.)
-        let registration = _ContinuationNode(output: out) {
+        let registration = _ContinuationNode._make(output: out) {
             switch self._result {
             case .success(let v): out._trySet(.success(f(v)))
             case .failure(let e): out._trySet(.failure(e))

@@ -376,8 +376,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     /// Takes the right to complete this future: its own claim (UNSET ->
-    /// CLAIMED; ROOT -> AWAITING for a root others are linked into, which
-    /// so never links its own token), or, when it is linked (`_link`) and
+    /// CLAIMED; ROOT -> ROOT_CLAIMED for a root others are linked into,
+    /// which so never links its own token), or, when it is linked (`_link`) and
     /// nobody took its claim through yet, its root's (`_takeClaimThrough`).
     /// Returns the future the caller now completes, this one or that root
     /// (unretained: the caller holds this one, and this one's claim word
@@ -393,7 +393,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// the claim taken through a link. Out of line: the rare path.
     @usableFromInline func _takeClaimOtherwise() -> Unmanaged<Future>? {
         if cf_future_claim_load(_fptr) == UInt(CF_F_ROOT),
-           cf_future_claim(_fptr, UInt(CF_F_ROOT), UInt(CF_F_AWAITING)) != 0 { return .passUnretained(self) }
+           cf_future_claim(_fptr, UInt(CF_F_ROOT), UInt(CF_F_ROOT_CLAIMED)) != 0 { return .passUnretained(self) }
         guard let root = _takeClaimThrough(_fptr) else { return nil }
         return .fromOpaque(root)
     }
@@ -476,8 +476,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         // Publish-then-walk: full CAS, so of two threads closing a cycle at
         // once at least the later one sees the other's link in its walk
         // (store-buffering: the walk's loads must not pass this store).
-        // From CLAIMED or AWAITING: only the claim holder (us) writes the
-        // word now, so the value loaded is the one to replace.
+        // From CLAIMED, ROOT_CLAIMED or AWAITING: only the claim holder (us)
+        // writes the word now, so the value loaded is the one to replace.
         let claimed = cf_future_claim_load(_fptr)
         cf_future_claim(_fptr, claimed, UInt(CF_F_FLATTENING))
         let (end, after) = _walk(from: start)
@@ -518,8 +518,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         guard cf_future_claim_load(other._fptr) == UInt(CF_F_UNSET) else { return false }
         // Reported flattening from now on. We hold our claim, so nobody else
         // writes the word; full CAS, published by the link below.
-        if cf_future_claim_load(_fptr) == UInt(CF_F_CLAIMED) {
-            cf_future_claim(_fptr, UInt(CF_F_CLAIMED), UInt(CF_F_AWAITING))
+        let mine = cf_future_claim_load(_fptr)
+        if mine == UInt(CF_F_CLAIMED) || mine == UInt(CF_F_ROOT_CLAIMED) {
+            cf_future_claim(_fptr, mine, UInt(CF_F_AWAITING))
         }
         // The claim word holds a reference to us until `other` is freed.
         // Full CAS: its winner sees our AWAITING word.
@@ -535,8 +536,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     }
 
     /// Whether `end`, the end of a chain, is a root others may link into:
-    /// AWAITING or ROOT, or, with `making`, UNSET and made ROOT here (its
-    /// first claimer then takes it to AWAITING: `_takeClaim`). Full CAS, as
+    /// AWAITING, ROOT or ROOT_CLAIMED, or, with `making`, UNSET and made
+    /// ROOT here (its first claimer then takes it to ROOT_CLAIMED:
+    /// `_takeClaim`). Full CAS, as
     /// every claim CAS; the load after it says who won (a claimer, or
     /// `_link`, may have come first).
     @inlinable @inline(__always)
@@ -546,13 +548,13 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             cf_future_claim(end._fptr, UInt(CF_F_UNSET), UInt(CF_F_ROOT))
             c = cf_future_claim_load(end._fptr)
         }
-        return c == UInt(CF_F_AWAITING) || c == UInt(CF_F_ROOT)
+        return c == UInt(CF_F_AWAITING) || c == UInt(CF_F_ROOT) || c == UInt(CF_F_ROOT_CLAIMED)
     }
 
     /// Links us into `end`, the end of our chain, instead of registering a
-    /// forwarder on it, when `end` is a root (AWAITING or ROOT: others may
-    /// be linked into it, and a future that is not CLAIMED when it is set
-    /// never links itself): our claim word names `end` with a reference to
+    /// forwarder on it, when `end` is a root (AWAITING, ROOT or
+    /// ROOT_CLAIMED: others may be linked into it, and a future that is not
+    /// CLAIMED when it is set never links itself): our claim word names `end` with a reference to
     /// it, taken (CF_F_TAKEN: nobody completes us but `end`), and our token
     /// is linked into its token, so we keep nothing of ours on `end` and are
     /// freed as soon as our holders are done with us; `end` is kept until
@@ -577,9 +579,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// The caller has seen `end` a root (`_isRoot`). Returns whether our token is
     /// linked; if not (a handler was registered on us meanwhile), the
     /// caller registers the forwarder, which completes us. `end` can never
-    /// be linked itself: only an UNSET claim links (`_link`), and an
-    /// AWAITING or ROOT future never links (see above), so a token is one
-    /// step from its root, as `cf_token_resolve` needs.
+    /// be linked itself: only an UNSET claim links (`_link`), and a root
+    /// never links (see above), so a token is one step from its root, as
+    /// `cf_token_resolve` needs.
     @usableFromInline func _linkInto(_ end: Future) -> Bool {
         // Our claim word, which only we write, so the CAS cannot fail:
         // FLATTENING -> `end` | TAKEN. Walkers that see it follow it as they

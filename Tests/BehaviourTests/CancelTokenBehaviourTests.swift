@@ -346,6 +346,31 @@ import Foundation
         }
         #expect(deinits.value == 1000)
     }
+
+    /// A handler registered with `unless` while one thread cancels its
+    /// token and another its `unless` token: whichever comes first, every
+    /// handler runs at most once and every closure is released (the link,
+    /// reachable through its handler's node as soon as that is listed,
+    /// must not be settled behind a remover's back).
+    @Test func registrationRacingBothTokensRunsAtMostOnceAndReleasesAll() {
+        let n = 20_000
+        let tokens = (0..<n).map { _ in CancelTokenSource() }
+        let unlesses = (0..<n).map { _ in CancelTokenSource() }
+        let runs = Counter(), deinits = Counter()
+        onThreads(3) { t in
+            for i in 0..<n {
+                switch t {
+                case 0:
+                    let obj = Tracked(deinits)
+                    tokens[i].token.whenCancelled(unless: unlesses[i].token) { obj.touch(); runs.increment() }
+                case 1: tokens[i].cancel()
+                default: unlesses[i].cancel()
+                }
+            }
+        }
+        #expect(runs.value <= n)
+        #expect(deinits.value == n)
+    }
 }
 
 @Suite struct LinkedSources {

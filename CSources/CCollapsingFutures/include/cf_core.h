@@ -166,9 +166,10 @@ enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
 ///                    walkers it is the end of a chain, like CLAIMED.
 ///   CF_F_ROOT        not set yet, and other futures are linked into it
 ///                    (Future._linkInto, when the end of their chain was
-///                    UNSET): its first claimer takes it to AWAITING, not
-///                    CLAIMED, so it never links its own token. Reported
-///                    pending; for cycle walkers the end of a chain.
+///                    UNSET): its first claimer takes it to ROOT_CLAIMED.
+///   CF_F_ROOT_CLAIMED  CLAIMED, for a root: it never links its own token
+///                    (set to a future it links that one or flattens). Both
+///                    reported pending; for cycle walkers the end of a chain.
 ///   root (>= CF_F_LINK_MIN, 16-byte aligned, retained until the future is
 ///        freed) [| CF_F_TAKEN]
 ///                    a future linked into the AWAITING (or CLAIMED) future
@@ -182,14 +183,15 @@ enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
 ///                    no future per level (Future._link in the Swift layer).
 ///                    Also written, with CF_F_TAKEN, by a future's own claim
 ///                    holder in place of FLATTENING, when the end of the
-///                    chain it was set to is AWAITING or ROOT, or UNSET and
-///                    made ROOT by a CAS (Future._linkInto): its
+///                    chain it was set to is a root (AWAITING, ROOT,
+///                    ROOT_CLAIMED), or UNSET and made ROOT by a CAS
+///                    (Future._linkInto): its
 ///                    outcome is `root`'s, and its token is linked the same
 ///                    way. A future with a token linked into it never links
 ///                    its own, so a token is one step from its root.
 /// The word never returns to UNSET.
 enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2, CF_F_AWAITING = 3,
-       CF_F_ROOT = 4, CF_F_LINK_MIN = 16, CF_F_TAKEN = 1 };
+       CF_F_ROOT = 4, CF_F_ROOT_CLAIMED = 5, CF_F_LINK_MIN = 16, CF_F_TAKEN = 1 };
 
 /// cf_token_register results.
 enum { CF_REG_ADDED = 0, CF_REG_CANCELLED = 1, CF_REG_IMMORTAL = 2, CF_REG_LINKED = 3 };

@@ -2,10 +2,10 @@
 // `_Node._register(on:queue:unless:...)`: user handlers (`whenCancelled`),
 // continuations and steps, the library's bookkeeping
 // (`_whenCancelledInline`, `_whenSettledInline`), `unless` links, awaiting
-// tasks and flattening forwarders. It reads the token's word once and runs
-// the node now, discards it, or pushes it with `_push`, the only function
-// between it and `cf_token_register`. Running now runs the same node a
-// settle would run: there is no second closure path.
+// tasks and flattening forwarders. Its `_enter`, the only function between
+// it and `cf_token_register`, reads the token's word once and runs the node
+// now, discards it, or pushes it. Running now runs the same node a settle
+// would run: there is no second closure path.
 // Nodes themselves (what run, discard and remove do) are in Internal/Nodes/.
 import CCollapsingFutures
 import Dispatch
@@ -94,20 +94,26 @@ extension _Node {
     ///   reference). A token that settled meanwhile is met by the push:
     ///   the unlisted node is claimed, then run or discarded here (unless a
     ///   remover got there first), and the terminal state is returned.
-    /// Nodes settled here were never listed, and their state says so, so a
-    /// registration made for one before (`_ResumeNode`) cannot remove it
-    /// from a list it was never in. Their link was never pushed: it is
-    /// dropped, not removed (no token counts a removal of a node it never
-    /// linked).
+    /// Nodes settled here without the push were never listed, and their
+    /// state says so, so a registration made for one before (`_ResumeNode`)
+    /// cannot remove it from a list it was never in. Their link was never
+    /// pushed: it is dropped, not removed (no token counts a removal of a
+    /// node it never linked).
+    ///
+    /// `reachable`: another thread may already reach this node — an
+    /// `unless` link, whose target is published before it — so it takes no
+    /// shortcut: the push, and on a settled token its claim, decide (a
+    /// remover may win).
     @usableFromInline
     final func _enter(_ owner: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, inline: Bool,
-                      queueBehindStartedWork: Bool, removeOnUnlessImmortal: Bool, mainActor: Bool) -> Int32 {
+                      queueBehindStartedWork: Bool, removeOnUnlessImmortal: Bool, mainActor: Bool,
+                      reachable: Bool = false) -> Int32 {
         // The token stored in `owner` itself, as `unless`, is never
         // cancelled before this node runs: no `unless` at all. (Borrowed,
         // not copied: no reference counting on the common path.)
         let hasUnless = unless._owner != nil && unless._owner !== owner
         // Plain stores of the state, as `cf_node_init`'s: nothing else
-        // sees the node before it is pushed.
+        // sees the node before it is pushed (not `reachable`).
         if hasUnless && unless.isCancelled {
             _ptr.pointee.state = UInt(CF_N_REMOVED)
             _handle(.removed(byUnless: true))
@@ -117,7 +123,7 @@ extension _Node {
         // Its own word, and the root's only when that one is linked: the
         // common path loads once. A link made after this load is met by
         // the push.
-        var w = cf_token_load(_ownTokenPtr(owner))
+        var w = reachable ? 0 : cf_token_load(_ownTokenPtr(owner))
         if _slowPath(w & UInt(CF_W_LINKED) != 0) { w = cf_token_load(_tokenPtr(owner)) }
         if w & _wCancelled != 0 && !(queueBehindStartedWork && cf_drain_must_queue() != 0) {
             _ptr.pointee.state = UInt(CF_N_CLAIMED)
@@ -161,7 +167,8 @@ extension _Node {
             // unlinks it.
             if let link {
                 _ = link._enter(unless._owner.unsafelyUnwrapped, nil, .immortal, inline: true,
-                                queueBehindStartedWork: true, removeOnUnlessImmortal: false, mainActor: false)
+                                queueBehindStartedWork: true, removeOnUnlessImmortal: false, mainActor: false,
+                                reachable: true)
             }
             return r
         }
@@ -216,7 +223,7 @@ func _failOnUnless(_ output: any _ContinuationOutput, _ unlessOwner: AnyObject?)
         output._tryImmortalize()
         return
     }
-    _ContinuationNode(output: output) { output._failCancelled() }._register(on: uo, inline: true)
+    _ContinuationNode._make(output: output) { output._failCancelled() }._register(on: uo, inline: true)
 }
 
 /// For a completer that lost the claim CAS on the future `p`: if it is

@@ -9,10 +9,10 @@ import Dispatch
 ///
 /// Its body is a closure built by the (inlinable) public method, so it is
 /// compiled specialized for the caller's types: running it touches no generic
-/// metadata. Such a step costs three allocations: the output future, this
-/// node and the body's context (plus the caller's closure context, if its
-/// closure captures anything); on a future that already completed, the
-/// node runs at once and is kept for reuse. A step node saves the context only where
+/// metadata. Such a step costs two allocations, the output future and the
+/// body's context (plus the caller's closure context, if its closure
+/// captures anything), and a node, kept for reuse on the thread where it
+/// ends, as every step node is. A step node saves the context only where
 /// the node can hold the user's function in a field of the public
 /// parameter's own shape, so each shape needs a node class of its own
 /// (the plain `catch`'s `(any Error) -> Value` and `finally`'s
@@ -27,10 +27,15 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     /// The output future (made immortal if the source is), or nil for `Do` forms.
     @exclusivity(unchecked) @usableFromInline var output: (any _ContinuationOutput)?
 
-    @inlinable @inline(__always) init(output: (any _ContinuationOutput)?, _ body: @escaping () -> Void) {
-        self.body = body
-        self.output = output
-        super.init()
+    @inlinable @inline(__always) override init() { super.init() }
+
+    /// A node for `body`: a kept one if this thread has one.
+    @inlinable @inline(__always)
+    static func _make(output: (any _ContinuationOutput)?, _ body: @escaping () -> Void) -> _ContinuationNode {
+        let n = _reused(as: _ContinuationNode.self) ?? _ContinuationNode()
+        n.body = body
+        n.output = output
+        return n
     }
 
     @usableFromInline override func _run() {
@@ -56,4 +61,7 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
         body = nil; output = nil
         if byUnless { o?._failCancelled() }
     }
+
+    /// Its fields are nil: running, discarding and removing each take them.
+    @usableFromInline override func _keep() -> Bool { _keepCleared() }
 }

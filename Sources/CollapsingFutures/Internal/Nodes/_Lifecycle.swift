@@ -15,7 +15,9 @@
 //                discard now (DISCARDED), `unless` came first (REMOVED:
 //                `.removed(byUnless: true)`), or pushed (stays LIVE).
 //                Settled there, a node was never listed: the state is a
-//                plain store, before anyone else can see the node.
+//                plain store, before anyone else can see the node. (An
+//                `unless` link can be seen through its published target:
+//                it always takes the push, and the claim decides.)
 //   cancelled    the C callback CF_EV_RUN, after the settle's CAS, or an
 //                unlisted node that met its token cancelled; a policy that
 //                hops sends the node there first (`hopped` on arrival).
@@ -33,14 +35,14 @@
 // ACTIONS, per kind (all take their fields, leaving them nil):
 //   kind               run (cancelled)          immortalized            removed by unless         kept
 //   _HandlerNode       the handler              drop                    drop                      yes
-//   _StepNode          step(ok: true)           output: _failOnUnless   step(ok: false): fails    yes
+//   _StepNode          the step                 output: _failOnUnless   output fails (*)          yes
 //   _SinkNode          f(value) on success      drop                    drop                      yes
-//   _FlatStepNode      step(ok: true); a        output: _failOnUnless   step(ok: false)           yes
-//     (step phase)     pending future returned:
+//   _FlatStepNode      the step; a pending      output: _failOnUnless   output fails (*)          yes
+//     (step phase)     future returned:
 //                      becomes its forwarder
 //   _FlatStepNode      complete output from     output immortal         -                         yes
 //     (forwarder)      the chain's end
-//   _ContinuationNode  body(true)               output: _failOnUnless   body(false)               no
+//   _ContinuationNode  the body                 output: _failOnUnless   output fails (*)          yes
 //   _FlattenNode       complete output from     output immortal         -                         no
 //                      the chain's end
 //   _UnlessNode        remove its target        remove its target if    -                         yes
@@ -49,8 +51,9 @@
 //   _AllNode           count down; the last     result immortal         drop                      no
 //                      cancels the result
 // "removed" by `remove()` only drops the fields (the Do forms and steps
-// run nothing). `_failOnUnless`: the output fails when `unless` fires, and
-// is immortal once it cannot.
+// run nothing). (*) with `CancellationError`, the user's function never
+// run; a Do form has no output. `_failOnUnless`: the output fails when
+// `unless` fires, and is immortal once it cannot.
 //
 // PHASES. A `_FlatStepNode` has two: the step, then, when its function
 // returned a pending future and no `unless` link was ever made (nothing
@@ -73,7 +76,8 @@
 //
 // REUSE (cf_node_pool.h). A node is dead when the reference in hand is its
 // only one (`cf_is_only_reference`, the Swift runtime's count): in
-// `_nodeEvent` (the list's) or after a run now (`_runNow`, the caller's).
+// `_nodeEvent` (the list's) or after a run now (`_runNow`, the caller's:
+// a node run now is never listed, linked nor handed out).
 // A dead node of a kept kind clears its fields and goes on this thread's
 // free list (`_keep`); `_reused` takes it, `cf_node_init` first. A node is
 // registered once per life, but for the flatten step's forwarder phase.
