@@ -25,7 +25,7 @@
  *                never links its own token; only while nothing is
  *                registered on us (our token can then be linked).
  *   try_set      Future._trySet: claim (UNSET -> CLAIMED, ROOT -> ROOT_CLAIMED),
- *                or _takeClaimThrough and complete the root.
+ *                or _takeClaimOtherwise and complete the root.
  *   immortalize  Future._tryImmortalize: the same, settling immortal.
  *   register     a handler registered on a future: _Node._enter pushes on its
  *                own token and, when the CAS meets a link (CF_REG_LINKED),
@@ -116,7 +116,7 @@
  *   TOKEN_FIRST  _link links the token before the claim CAS
  *   NO_FALLBACK  _link registers no forwarder when the token CAS fails
  *   LINK_STORE   the claim link as a load then a store, not a CAS
- *   NO_TAKEN     _takeClaimThrough returns the root without marking the claim taken
+ *   NO_TAKEN     _takeClaimOtherwise returns the root without marking the claim taken
  *   NO_RESOLVE   a registration does not resolve a linked token
  *   NO_ABANDON   deinit does not make an untaken link's root immortal
  *   WALK_NO_LINK _walk stops at a linked future instead of following its link
@@ -270,7 +270,7 @@ inline register(f, b, o) {
   rdone = 0
 }
 
-/* _takeClaimThrough(f): t is the root f is linked into, whose claim the
+/* _takeClaimOtherwise(f): t is the root f is linked into, whose claim the
    caller now holds (kept alive by f's pointer), or NONE. */
 inline take_through(f, t) {
   d_step { c = claim[f] };                                 /* future_load */

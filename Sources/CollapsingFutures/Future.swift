@@ -378,7 +378,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// Takes the right to complete this future: its own claim (UNSET ->
     /// CLAIMED; ROOT -> ROOT_CLAIMED for a root others are linked into,
     /// which so never links its own token), or, when it is linked (`_link`) and
-    /// nobody took its claim through yet, its root's (`_takeClaimThrough`).
+    /// nobody took its claim through yet, its root's (`_takeClaimOtherwise`).
     /// Returns the future the caller now completes, this one or that root
     /// (unretained: the caller holds this one, and this one's claim word
     /// the root); nil if someone else holds the claim. Every completer
@@ -389,13 +389,21 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return _takeClaimOtherwise()
     }
 
-    /// `_takeClaim` once the claim was not UNSET: a root's own claim, or
-    /// the claim taken through a link. Out of line: the rare path.
+    /// `_takeClaim` once the claim was not UNSET, from one load of the word:
+    /// a root's own claim (a ROOT is never linked, so a lost CAS means
+    /// another claimer won), or, for a future linked into a root whose claim
+    /// nobody took through yet, that root's: the CAS sets CF_F_TAKEN (full:
+    /// it acquires the AWAITING word the link published). The root stays
+    /// referenced by our claim word until we are freed, which the caller's
+    /// reference to us prevents meanwhile. Out of line: the rare path.
     @usableFromInline func _takeClaimOtherwise() -> Unmanaged<Future>? {
-        if cf_future_claim_load(_fptr) == UInt(CF_F_ROOT),
-           cf_future_claim(_fptr, UInt(CF_F_ROOT), UInt(CF_F_ROOT_CLAIMED)) != 0 { return .passUnretained(self) }
-        guard let root = _takeClaimThrough(_fptr) else { return nil }
-        return .fromOpaque(root)
+        let c = cf_future_claim_load(_fptr)
+        if c == UInt(CF_F_ROOT) {
+            return cf_future_claim(_fptr, c, UInt(CF_F_ROOT_CLAIMED)) != 0 ? .passUnretained(self) : nil
+        }
+        guard c >= UInt(CF_F_LINK_MIN), c & UInt(CF_F_TAKEN) == 0,
+              cf_future_claim(_fptr, c, c | UInt(CF_F_TAKEN)) != 0 else { return nil }
+        return .fromOpaque(UnsafeRawPointer(bitPattern: c)!)
     }
 
     /// Claims the right to complete this future without completing it yet:

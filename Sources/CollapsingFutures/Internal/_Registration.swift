@@ -226,21 +226,6 @@ func _failOnUnless(_ output: any _ContinuationOutput, _ unlessOwner: AnyObject?)
     _ContinuationNode._make(output: output) { output._failCancelled() }._register(on: uo, inline: true)
 }
 
-/// For a completer that lost the claim CAS on the future `p`: if it is
-/// linked (`Future._link`) and nobody took its claim through yet, takes it
-/// (sets CF_F_TAKEN) and returns its root, whose claim is the caller's now;
-/// otherwise nil (already claimed). The root stays referenced by `p`'s
-/// claim word until `p`'s future is freed, which the caller's reference to
-/// it prevents meanwhile. Full CAS: acquires the AWAITING word the link
-/// published. Non-generic: C only.
-@usableFromInline
-func _takeClaimThrough(_ p: UnsafeMutablePointer<cf_future>) -> UnsafeMutableRawPointer? {
-    let c = cf_future_claim_load(p)
-    guard c >= UInt(CF_F_LINK_MIN), c & UInt(CF_F_TAKEN) == 0,
-          cf_future_claim(p, c, c | UInt(CF_F_TAKEN)) != 0 else { return nil }
-    return UnsafeMutableRawPointer(bitPattern: c)
-}
-
 extension CancelToken {
     /// The library's own handlers (links between sources, timers, combinator
     /// bookkeeping): `action` runs inline on the cancelling thread, with no
