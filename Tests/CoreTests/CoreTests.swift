@@ -165,6 +165,35 @@ import Dispatch
         #expect(outermost.future.forceGetResult() == 3)
     }
 
+    /// A million-level chain built outwards, its levels linked into the
+    /// first future, still unset: it completes every level still held, or
+    /// makes it immortal, without recursion.
+    @Test func aMillionLevelChainBuiltOutwardsCompletesOrBecomesImmortal() {
+        let root = FutureSource<Int>()
+        var outer = root.future
+        var held: [Future<Int>] = []
+        for i in 0..<1_000_000 {
+            let s = FutureSource<Int>()
+            s.trySetResult(outer)
+            outer = s.future
+            if i % 100_000 == 0 { held.append(outer) }
+        }
+        root.trySetResult(4)
+        #expect(outer.forceGetResult() == 4 && held.allSatisfy { $0.forceGetResult() == 4 })
+        var orphan: Future<Int>
+        do {
+            let first = FutureSource<Int>()
+            orphan = first.future
+            for _ in 0..<1_000_000 {
+                let s = FutureSource<Int>()
+                s.trySetResult(orphan)
+                orphan = s.future
+            }
+            #expect(orphan.state == .flattening)
+        }
+        #expect(orphan.state == .immortal)
+    }
+
     /// A chain built outwards whose innermost source dies: every level
     /// becomes immortal and frees what was registered on it.
     @Test func aChainBuiltOutwardsBecomesImmortalWhenItsRootDoes() {
