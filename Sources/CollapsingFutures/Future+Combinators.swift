@@ -73,9 +73,9 @@ extension Future {
         /// already handed to its queue past `cancel()`, must not end
         /// the lifetime of the success delivered first).
         @Sendable func end(_ r: Result<Value, any Error>, endsLifetimeIfLost: Bool = true) {
-            let won = out._claim()
-            if won || endsLifetimeIfLost { lifetime.cancel() }
-            if won { out._complete(r) }
+            let claimed = out._takeClaim()
+            if claimed != nil || endsLifetimeIfLost { lifetime.cancel() }
+            claimed?._withUnsafeGuaranteedRef { $0._complete(r) }
         }
         // Until the result settles, `until` fails it (claiming it before it
         // cancels the operation's token, so what that cancel triggers

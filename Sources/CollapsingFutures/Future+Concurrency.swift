@@ -65,9 +65,9 @@ extension Future {
         // the operation at once, and one that catches it and returns must
         // not publish its success first (the token fails the future).
         token._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) { [self] in
-            let won = _claim()
+            let claimed = _takeClaim()
             task.cancel()
-            if won { _complete(.failure(CancellationError())) }
+            claimed?._withUnsafeGuaranteedRef { $0._complete(.failure(CancellationError())) }
         }
     }
 }

@@ -16,7 +16,7 @@ extension Future {
     @inlinable @inline(__always)
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
-        let out = Future<U>(_linkable: true)
+        let out = Future<U>()
         _thenNode(f, out)._register(on: self, queue: queue, unless: unless)
         return out
     }
@@ -25,7 +25,7 @@ extension Future {
     @inlinable
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>(_linkable: true)
+        let out = Future<U>()
         _flatThenNode(f, out)._register(on: self, queue: queue, unless: unless)
         return out
     }
@@ -49,7 +49,7 @@ extension Future {
     @inlinable
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
-        let out = Future<Value>(_linkable: true)
+        let out = Future<Value>()
         _FlatStepNode._make(self, f, out, Self._catchStep((any Error).self))._register(on: self, queue: queue, unless: unless)
         return out
     }
@@ -67,7 +67,7 @@ extension Future {
     @inlinable
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>(_linkable: true)
+        let out = Future<U>()
         _FlatStepNode._make(self, f, out, Self._finallyStep(Future<Value>.self))._register(on: self, queue: queue, unless: unless)
         return out
     }

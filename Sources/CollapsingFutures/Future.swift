@@ -46,14 +46,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// which fails once the target is deinitializing: a weak reference's
     /// semantics (cf_swift_runtime.h).
     @exclusivity(unchecked) @usableFromInline var _targetRef: UnsafeMutableRawPointer?
-    /// A step's output (`then`, or a collapsing `catch` or `finally`): its
-    /// only producer is its step node, which completes it only through
-    /// `_trySet`, `_setFuture` and `_tryImmortalize`, and these follow a
-    /// link (`_takeClaim`). So when it is set as another future's outcome while pending
-    /// with nothing registered, it can be linked into that future instead
-    /// of being flattened (`_link`), whoever else holds it. Free in size:
-    /// the object stays within the same malloc size class.
-    @usableFromInline let _linkable: Bool
     #if DEBUG
     /// Debug builds: where the source that let this future become immortal
     /// was created. Written before the immortalizing settle (its full CAS
@@ -61,10 +53,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @exclusivity(unchecked) var _immortalSite: String?
     #endif
 
-    /// A pending future; `_linkable` for a step node's output.
-    @inlinable init(_linkable: Bool = false) {
+    /// A pending future.
+    @inlinable init() {
         _c = cf_future()
-        self._linkable = _linkable
         cf_token_init(_ownTptr, 0)
         #if DEBUG
         cf_debug_futures_add(1)
@@ -73,7 +64,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     @inlinable init(_result r: Result<Value, any Error>) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
-        _linkable = false
         cf_token_init(_ownTptr, _store(r))
         #if DEBUG
         cf_debug_futures_add(1)
@@ -241,7 +231,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
 
     @inlinable init(_immortal: ()) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
-        _linkable = false
         cf_token_init(_ownTptr, _wImmortal)
         #if DEBUG
         cf_debug_futures_add(1)
@@ -406,15 +395,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return .fromOpaque(UnsafeRawPointer(bitPattern: c)!)
     }
 
-    /// Claims the right to complete this future without completing it yet:
-    /// for "cancel first, publish second" (claim, cancel the operation's
-    /// token, then `_complete`), so nothing the cancel triggers can complete
-    /// it first. Not for step outputs, which may be linked.
-    @inlinable func _claim() -> Bool {
-        assert(!_linkable, "_claim() does not follow links")
-        return _takeClaim() != nil
-    }
-
     /// Only the claim holder (or the flattening forwarder) calls this. Its
     /// own token: a future whose claim is held, or a root, is never linked.
     @inlinable func _complete(_ r: Result<Value, any Error>) {
@@ -473,7 +453,7 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             return 0
         }
         if w & _wImmortal != 0 { _ = _immortalizeClaimed(); return 0 }
-        if w == 0, other._linkable, _link(other) { return 0 }
+        if w == 0, _link(other) { return 0 }
         // Target the end of `other`'s chain as it is now, not `other`: the
         // targets between them never change once published, so the end's
         // outcome is `other`'s, and a chain built outwards (each new future
@@ -499,10 +479,11 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
         return before + after
     }
 
-    /// Links `other` (linkable, unset: a step output) into this future,
+    /// Links `other` (unset, nothing registered on it) into this future,
     /// whose claim the caller holds, instead of flattening into it: whoever
     /// completes `other` takes our claim through it and completes us
-    /// (`_takeClaim`), if `other` dies with the claim not taken we become
+    /// (every completer takes its claim with `_takeClaim`, which follows
+    /// the link, whether it is a source, a step or a combinator), if `other` dies with the claim not taken we become
     /// immortal (`_abandon`), and everyone else who holds `other` sees our
     /// outcome and registers on our token (its token is linked into ours,
     /// `cf_token_link`). No forwarder is registered, and `other` holds

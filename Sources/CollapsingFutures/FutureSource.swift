@@ -31,10 +31,9 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     }
 
     /// For `Future.init(fileID:line:_completedBy:)` only: the source of
-    /// `future`, which it has just made (pending, not a step output, no
-    /// other source).
+    /// `future`, which it has just made (pending, no other source).
     fileprivate init(_completing future: Future<Value>, fileID: StaticString, line: UInt) {
-        assert(future.state == .pending && !future._linkable, "a source adopts only a new pending future")
+        assert(future.state == .pending, "a source adopts only a new pending future")
         self.future = future
         #if DEBUG
         _fileID = fileID
@@ -61,9 +60,9 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
         #if DEBUG
         // Recorded before the immortalizing settle publishes it (claim first,
         // so a future that was set keeps no site).
-        if future._claim() {
+        if let claimed = future._takeClaim() {
             future._immortalSite = "\(_fileID):\(_line)"
-            cf_token_settle(future._tptr, _wImmortal)
+            claimed._withUnsafeGuaranteedRef { $0._immortalSite = future._immortalSite; _ = $0._immortalizeClaimed() }
         }
         #else
         future._tryImmortalize()

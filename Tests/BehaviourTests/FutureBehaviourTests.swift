@@ -401,10 +401,13 @@ import Foundation
     @Test func collapsingThenWhoseFutureBecomesImmortalIsImmortalAndFreesWhatWasRegistered() {
         let s = FutureSource<Int>()
         var inner: FutureSource<Int>? = FutureSource<Int>()
-        let innerFuture = inner!.future
         let deinits = Counter()
         weak var weakOut: Future<Int>?
         do {
+            // Returned with nothing registered on it, `innerFuture` is
+            // linked into `out`: `out` holds its outcome, so lives as long
+            // as either is held.
+            let innerFuture = inner!.future
             let out: Future<Int> = s.future.then { _ in innerFuture }
             weakOut = out
             thenDoHolding(Tracked(deinits), on: out)

@@ -220,9 +220,11 @@ import Dispatch
 
     /// A future set into a chain whose end is later set back to it: the
     /// cycle is found although the first set targets the chain's end, not
-    /// its direct target.
+    /// its direct target. Each future has a handler, so none is linked:
+    /// each set publishes a flattening target.
     @Test func aCycleClosedThroughAChainEndIsImmortal() {
         let a = FutureSource<Int>(), b = FutureSource<Int>(), c = FutureSource<Int>(), d = FutureSource<Int>()
+        for s in [a, b, c, d] { s.future.thenDo { _ in } }
         b.trySetResult(c.future)                    // b -> c
         a.trySetResult(b.future)                    // a -> b: targets c, the end
         c.trySetResult(d.future)                    // c -> d

@@ -13,10 +13,10 @@ import TestSupport
         let before = Future<Int>._aliveOnThisThread
         let seen = Log<Int>()
         do {
-            let returned = Future<Int>(_linkable: true)
+            let returned = Future<Int>()
             returned.thenDo { seen.append($0) }
             let root = Future<Int>()
-            #expect(root._claim())
+            #expect(root._takeClaim() != nil)
             #expect(root._link(returned))
             #expect(returned.state == .pending && root.state == .flattening)
             #expect(returned._trySet(.success(5)))       // taken through to the root
@@ -30,8 +30,8 @@ import TestSupport
         let before = Future<Int>._aliveOnThisThread
         do {
             let root = Future<Int>()
-            #expect(root._claim())
-            var returned: Future<Int>? = Future<Int>(_linkable: true)
+            #expect(root._takeClaim() != nil)
+            var returned: Future<Int>? = Future<Int>()
             #expect(root._link(returned!))
             #expect(returned!.completionToken.canStillBeCancelled)
             #expect(root.state == .flattening)
@@ -46,8 +46,8 @@ import TestSupport
         let seen = Log<Int>()
         do {
             let root = Future<Int>()
-            #expect(root._claim())
-            let returned = Future<Int>(_linkable: true)
+            #expect(root._takeClaim() != nil)
+            let returned = Future<Int>()
             #expect(root._link(returned))
             returned.thenDo { seen.append($0) }
             #expect(returned.completionToken._linkedNodeCount == 1)      // on the root's token
@@ -61,10 +61,12 @@ import TestSupport
     }
 
     /// A chain built outwards (each new source's future set to the
-    /// previous one) links each level into the first future, still unset:
-    /// once their sources are gone the levels between are freed, so the
-    /// chain keeps two futures, not one per level, and both ends still
-    /// see the outcome.
+    /// previous one): the first future, unset with nothing registered, is
+    /// linked into the second, and every later level links into that one,
+    /// the end of its chain. Once their sources are gone the levels between
+    /// are freed, so the chain keeps three futures (the first, the second
+    /// and the outermost), not one per level, and both ends still see the
+    /// outcome.
     @Test func aChainBuiltOutwardsKeepsNoFuturePerLevel() {
         let before = Future<Int>._aliveOnThisThread
         do {
@@ -75,7 +77,7 @@ import TestSupport
                 #expect(s.trySetResult(outer))
                 outer = s.future
             }
-            #expect(Future<Int>._aliveOnThisThread - before == 2)
+            #expect(Future<Int>._aliveOnThisThread - before == 3)
             #expect(outer.state == .flattening && root.future.state == .pending)
             let seen = Log<Int>()
             outer.thenDo(on: .completingThread) { seen.append($0) }

@@ -18,9 +18,8 @@ import CCollapsingFutures
 /// `I` is the input's value type and `A` the function's argument: the same
 /// for `then`; `any Error` for `catch` and `Future<I>` for `finally` (whose
 /// `f`, stored at `A`'s generic abstraction, takes a reabstraction thunk:
-/// one allocation, as a body closure's context would be). Every collapsing step's
-/// output is `_linkable`, so a retry loop built on any of them is linked
-/// level by level (`Future._link`).
+/// one allocation, as a body closure's context would be). A retry loop
+/// built on any collapsing step is linked level by level (`Future._link`).
 @usableFromInline
 final class _FlatStepNode<I: Sendable, A: Sendable, R: Sendable>: _Node, @unchecked Sendable {
     /// Runs once the input completed (`unless` first fails `output` here,
