@@ -11,8 +11,12 @@
  * the C function. Plain accesses to data that one thread owns at that moment
  * (a node not yet published, the list a settler took or a cleaner holds under
  * CF_W_CLEANING, the per-thread drain queue) are merged into the neighbouring
- * step. The Swift layer's calls into the core (Sources/CollapsingFutures:
- * whenCancelled through _Node._register / _enter, remove(), the node callback, _trySetFuture /
+ * step. One exception: leave_live's relaxed load of the owner's bit
+ * (CF_N_IN_FUTURE) reads a constant, set at the node's init before it was
+ * shared, so it is merged into the CAS that follows it; the model's node
+ * states are the fate bits, which are all that CAS compares and changes.
+ * The Swift layer's calls into the core (Sources/CollapsingFutures:
+ * whenCancelled through _register / _enter, remove(), the node callback, _trySetFuture /
  * _setFuture, _walk, the _FlattenNode forwarder) are modelled on top, with
  * the two references per node.
  *
@@ -27,7 +31,7 @@
  * starting with ^ must start the (trimmed) line.
  *
  * @step token_load      | cf_token_load         | return AO_load_acquire(W(&t->word));
- * @step node_state      | cf_node_state         | return AO_load_acquire(W(&n->state));
+ * @step node_state      | cf_node_state         | return AO_load_acquire(W(&n->state)) & CF_N_FATE;
  * @step reg_load        | cf_token_register     | AO_t w = AO_load_acquire(W(&t->word));
  * @step reg_next        | cf_token_register     | n->next = NODE_OF(w);
  * @step reg_cas         | cf_token_register     | AO_t seen = AO_fetch_compare_and_swap_full(W(&t->word), w,
@@ -35,7 +39,9 @@
  * @step enq_started     | enqueue_started       | if (started_tail) q_set_next(started_tail, first); else started_head = first;
  * @step drain_splice    | drain                 | q_set_next(started_tail, rest_head);
  * @step drain_pop       | drain                 | rest_head = q_next(n);
- * @step drain_claim     | drain                 | int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
+ * @step drain_claim     | drain                 | int won = leave_live(n, cancelled ? CF_N_CLAIMED : CF_N_DISCARDED);
+ * @step live_own        | cf_core.c:leave_live  | AO_t own = AO_load(W(&n->state)) & CF_N_IN_FUTURE;
+ * @step live_cas        | cf_core.c:leave_live  | return AO_compare_and_swap_full(W(&n->state), own | CF_N_LIVE, own | fate);
  * @step drain_call      | drain                 | CF_NODE_EVENT(n, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
  * @step must_queue      | cf_drain_must_queue   | return (draining && started_head != NULL)
  * @step node_enqueue    | cf_node_enqueue       | enqueue_started(n, n);
@@ -48,7 +54,7 @@
  * @step settle_drain    | cf_token_settle       | if (!draining) drain();
  * @step clean_load      | try_clean             | AO_t w = AO_load(W(&t->word));
  * @step clean_cas       | try_clean             | AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)
- * @step clean_state     | try_clean             | if (AO_load_acquire(W(&cur->state)) == CF_N_REMOVED) {
+ * @step clean_state     | try_clean             | if ((AO_load_acquire(W(&cur->state)) & CF_N_FATE) == CF_N_REMOVED) {
  * @step clean_unlink    | try_clean             | prev->next = next;
  * @step clean_len       | try_clean             | AO_int_store(WI(&t->last_len), kept);
  * @step clean_dead      | try_clean             | AO_int_fetch_and_add(WI(&t->dead), 0u - removed);
@@ -57,13 +63,13 @@
  * @step clean_call      | try_clean             | CF_NODE_EVENT(unlinked, CF_EV_UNLINK);
  * @step clean_recheck   | try_clean             | if (!wants_clean(t, AO_int_load(WI(&t->dead)))) return;
  * @step wants_len       | wants_clean           | AO_int_load(WI(&t->last_len)) / 2
- * @step remove_cas      | cf_node_remove        | AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, CF_N_REMOVED)
+ * @step remove_cas      | cf_node_remove        | if (!leave_live(n, CF_N_REMOVED)) return 0;
  * @step remove_inc      | cf_node_remove        | AO_int_fetch_and_add1_full(WI(&t->dead))
  * @step remove_trigger  | cf_node_remove        | if (wants_clean(t, dead)) try_clean(t);
- * @step node_claim      | cf_node_claim         | return AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, fate);
+ * @step node_claim      | cf_node_claim         | return leave_live(n, fate);
  * @step dbg_load        | debug_count           | AO_t w = AO_load_acquire(W(&t->word));
  * @step dbg_cas         | debug_count           | AO_compare_and_swap_acquire(W(&t->word), w, w | CF_W_CLEANING)
- * @step dbg_state       | debug_count           | AO_load_acquire(W(&n->state)) == CF_N_LIVE) count++;
+ * @step dbg_state       | debug_count           | (AO_load_acquire(W(&n->state)) & CF_N_FATE) == CF_N_LIVE) count++;
  * @step dbg_recheck     | debug_count           | if (wants_clean(t, AO_int_load(WI(&t->dead)))) try_clean(t);
  * @step future_claim    | cf_future_claim       | return AO_compare_and_swap_full(W(&f->claim), expected, desired);
  * @step link_cas        | cf_token_link         | return AO_compare_and_swap_full(W(&t->word), 0, (AO_t)root | CF_W_LINKED);
@@ -74,7 +80,7 @@
  * Swift-layer steps (not line-checked; the Swift files change independently):
  *   swift_retain   Internal/_Registration.swift _enter: Unmanaged.passRetained (the list's reference)
  *   swift_release  any release of a node reference; the last one frees the node
- *   add            CancelToken.whenCancelled: _Node._register's _enter (one cf_token_load: run now,
+ *   add            CancelToken.whenCancelled: _register's _enter (one cf_token_load: run now,
  *                  discard, or push; Internal/_Registration.swift). A node run now is still private:
  *                  Swift marks its state with a plain store; the model claims it instead (always won:
  *                  nobody else can reach it)
@@ -148,7 +154,7 @@
 #define ACT(k, a) (((k) << 4) | (a))
 /* Thread programs: one operation per entry. */
 #define O_END    0
-#define O_ADD    1   /* CancelToken.whenCancelled(handler): _Node._register / _enter */
+#define O_ADD    1   /* CancelToken.whenCancelled(handler): _register / _enter */
 #define O_REMOVE 2   /* CancelRegistration.remove() */
 #define O_DROP   3   /* the CancelRegistration goes out of scope */
 #define O_CANCEL 4   /* CancelTokenSource.cancel / a future completing: cf_token_settle(CANCELLED [| FAILED], not modelled: the core only tests the cancelled bit) */
@@ -648,7 +654,7 @@ inline cf_node_enqueue(n, term) {
 
 /* cf_node_claim, with what its win means for the handler */
 inline cf_node_claim(n, fate, won) {
-  d_step {                                                    /* @node_claim */
+  d_step {                                                    /* @node_claim @live_own @live_cas */
     FENCE;
     assert(alive[n]); used[n] = 1;
     if
@@ -731,7 +737,7 @@ inline DRAIN_GHOST() {
 }
 
 /* A handler run inline inside a drain callback (its registration found the
-   token cancelled and nothing was waiting): Swift _Node._handle. */
+   token cancelled and nothing was waiting): Swift _NodeRef._handle. */
 inline callback_l2(n, ev) {
 #ifdef CHECK_ORDER
   d_step { START(n); VISIT(n) };
@@ -819,7 +825,7 @@ l1_next: skip;
 inline drain() {
   draining = 1;
   do
-  :: d_step {                                                 /* @drain_splice @drain_pop @drain_claim */
+  :: d_step {                                                 /* @drain_splice @drain_pop @drain_claim @live_own @live_cas */
        FENCE;
        if
        :: sh != 0 ->
@@ -1271,7 +1277,7 @@ cf_token_register: skip;
    Swift side: remove() (m_user: reads the state when it lost) or
    _removeByUnless; the winner's node._removed() drops what it holds */
 node_remove: skip;
-  d_step {                                                    /* @remove_cas */
+  d_step {                                                    /* @remove_cas @live_own @live_cas */
     FENCE;
     assert(alive[m_n]);
     if

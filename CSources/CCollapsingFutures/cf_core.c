@@ -47,7 +47,18 @@ uintptr_t cf_token_load(const cf_token *t) {
 uintptr_t cf_node_state(const cf_node *n) {
     // Acquire: a caller that sees CLAIMED/REMOVED/DISCARDED sees the winner's
     // preceding writes (only used to answer remove()).
-    return AO_load_acquire(W(&n->state));
+    return AO_load_acquire(W(&n->state)) & CF_N_FATE;
+}
+
+// Moves `n` out of LIVE to `fate`, keeping its owner's bit. Relaxed load:
+// the bit never changes after the node's init, which happened before the
+// node was shared with us. Full CAS: exactly one of settle, claim and
+// remove wins the node; acquire, the winner sees the handler the
+// registering thread wrote; release, a loser that reads the state sees the
+// winner's fate.
+static int leave_live(cf_node *n, uintptr_t fate) {
+    AO_t own = AO_load(W(&n->state)) & CF_N_IN_FUTURE;
+    return AO_compare_and_swap_full(W(&n->state), own | CF_N_LIVE, own | fate);
 }
 
 int cf_token_link(cf_token *t, cf_token *root) {
@@ -139,13 +150,11 @@ static void drain(void) {
         if (n == NULL) break;
         int cancelled = ((uintptr_t)n->next & Q_DISCARD) == 0;
         rest_head = q_next(n);
-        // Full CAS out of LIVE: exactly one of settle/remove wins the node.
-        // Acquire: the winner sees the handler the registering thread wrote;
-        // release: a remover that loses and reads the state sees our claim.
-        // Claimed here, just before it runs, not when its token settled: an
-        // `unless` token cancelled by an earlier handler still removes it.
-        int won = AO_compare_and_swap_full(W(&n->state), CF_N_LIVE,
-                                           cancelled ? CF_N_CLAIMED : CF_N_DISCARDED);
+        // Out of LIVE (leave_live): exactly one of settle/remove wins the
+        // node. Claimed here, just before it runs, not when its token
+        // settled: an `unless` token cancelled by an earlier handler still
+        // removes it.
+        int won = leave_live(n, cancelled ? CF_N_CLAIMED : CF_N_DISCARDED);
         // After this call the node may be freed: nothing of it is read again.
         CF_NODE_EVENT(n, won ? (cancelled ? CF_EV_RUN : CF_EV_DISCARD) : CF_EV_UNLINK);
     }
@@ -262,7 +271,7 @@ static void try_clean(cf_token *t) {
             cf_node *next = cur->next;
             // Acquire: pairs with the remover's CAS (we only unlink REMOVED
             // nodes; none can be CLAIMED or DISCARDED while cancellable).
-            if (AO_load_acquire(W(&cur->state)) == CF_N_REMOVED) {
+            if ((AO_load_acquire(W(&cur->state)) & CF_N_FATE) == CF_N_REMOVED) {
                 prev->next = next;
                 cur->next = unlinked;
                 unlinked = cur;
@@ -289,8 +298,8 @@ static void try_clean(cf_token *t) {
 }
 
 int cf_node_remove(cf_token *t, cf_node *n) {
-    // Full CAS out of LIVE: exactly one of remove/settle wins (see drain).
-    if (!AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, CF_N_REMOVED)) return 0;
+    // Out of LIVE: exactly one of remove/settle wins (see drain).
+    if (!leave_live(n, CF_N_REMOVED)) return 0;
     // Full: orders the increment before try_clean's load of the word, so a
     // remover that sees CLEANING and leaves is seen by that cleaner's
     // re-check (the other half of the store-buffering pair in try_clean).
@@ -300,8 +309,8 @@ int cf_node_remove(cf_token *t, cf_node *n) {
 }
 
 int cf_node_claim(cf_node *n, uintptr_t fate) {
-    // Full CAS out of LIVE, as in drain(): exactly one of claim/remove wins.
-    return AO_compare_and_swap_full(W(&n->state), CF_N_LIVE, fate);
+    // Out of LIVE, as in drain(): exactly one of claim/remove wins.
+    return leave_live(n, fate);
 }
 
 static size_t debug_count(cf_token *t, int live_only) {
@@ -315,7 +324,7 @@ static size_t debug_count(cf_token *t, int live_only) {
         size_t count = 0;
         for (cf_node *n = NODE_OF(w); n; n = n->next) {
             // Acquire, as the cleaner's read of a node state.
-            if (!live_only || AO_load_acquire(W(&n->state)) == CF_N_LIVE) count++;
+            if (!live_only || (AO_load_acquire(W(&n->state)) & CF_N_FATE) == CF_N_LIVE) count++;
         }
         // As a cleaner: removers that found CLEANING set while we counted
         // left their nodes to us (see try_clean).

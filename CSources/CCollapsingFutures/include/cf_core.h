@@ -24,9 +24,13 @@
 //                          linked itself.
 // Nodes and tokens are 16-byte aligned, so the low four bits are free.
 //
-// The node state (cf_node.state): CF_N_LIVE, then exactly one of CLAIMED (it
-// runs: the token was cancelled), REMOVED (cf_node_remove won), DISCARDED (the
-// token became immortal). Whoever wins the CAS out of LIVE owns the handler.
+// The node state (cf_node.state): its fate in the low two bits (CF_N_FATE):
+// CF_N_LIVE, then exactly one of CLAIMED (it runs: the token was cancelled),
+// REMOVED (cf_node_remove won), DISCARDED (the token became immortal).
+// Whoever wins the CAS out of LIVE owns the handler. Above it, the owner's
+// bit CF_N_IN_FUTURE, set at init and kept by every transition: the core
+// never reads it otherwise; the owner's callback reads it to find the
+// object the node lives in (cf_node_in_future).
 //
 // Naming: every symbol is prefixed cf_. Functions say above them who may call
 // them concurrently and which memory ordering they use; every atomic says why
@@ -67,12 +71,13 @@
 //   cf_token_link             any threads, with everything     CAS (full)
 //   cf_token_register         any threads, with everything     load (acquire); CAS (full)
 //   cf_token_settle           any threads; one wins            load (acquire); CAS (full)
-//   cf_node_remove            any thread, with everything      CAS (full); add (full);
+//   cf_node_remove            any thread, with everything      load (relaxed: owner's bit);
+//                                                              CAS (full); add (full);
 //                                                              may clean: CAS (acquire),
 //                                                              node loads (acquire),
 //                                                              CAS (full) to clear CLEANING,
 //                                                              re-check loads (relaxed)
-//   cf_node_claim             any thread; races remove only    CAS (full)
+//   cf_node_claim             any thread; races remove only    load (relaxed); CAS (full)
 //   cf_node_state             any thread                       load (acquire)
 //   cf_drain_must_queue       the calling thread only          none (thread-local)
 //   cf_drain_waiting_count    the calling thread only          none (thread-local)
@@ -153,7 +158,8 @@ enum {
     CF_W_TAGS = 15,
     CF_W_FAILED = 16,
 };
-enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3 };
+enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3,
+       CF_N_FATE = 3, CF_N_IN_FUTURE = 4 };
 /// The claim word of a future (cf_future.claim):
 ///   CF_F_UNSET       nobody may set it yet; the first claimer wins.
 ///   CF_F_CLAIMED     its claimer will complete it (or set it to a future).
@@ -241,6 +247,27 @@ int cf_token_link(cf_token *t, cf_token *root);
 static inline void cf_node_init(cf_node *n) {
     n->state = CF_N_LIVE;
     n->next = NULL;
+}
+
+/// cf_node_init for a node that lives inside a future (CF_N_IN_FUTURE: in
+/// the Swift layer, a step's output future is its step's node).
+static inline void cf_node_init_in_future(cf_node *n) {
+    n->state = CF_N_IN_FUTURE | CF_N_LIVE;
+    n->next = NULL;
+}
+
+/// Whether `n` lives inside a future (CF_N_IN_FUTURE). A plain load: the bit
+/// never changes after init, and this is read only where no CAS can change
+/// the word any more (the node's callback, or once its CAS out of LIVE is
+/// won) or before the node is shared.
+static inline int cf_node_in_future(const cf_node *n) {
+    return (n->state & CF_N_IN_FUTURE) != 0;
+}
+
+/// Settles a node nobody else can reach yet (it was never pushed) to
+/// `fate`, keeping its owner's bit. Plain stores, as cf_node_init.
+static inline void cf_node_settle_private(cf_node *n, uintptr_t fate) {
+    n->state = (n->state & CF_N_IN_FUTURE) | fate;
 }
 
 /// Pushes `n` on the token's list. Any number of threads concurrently with
