@@ -27,7 +27,7 @@
  *   try_set      Future._trySet: claim (UNSET -> CLAIMED, ROOT -> ROOT_CLAIMED),
  *                or _takeClaimOtherwise and complete the root.
  *   immortalize  Future._tryImmortalize: the same, settling immortal.
- *   register     a handler registered on a future: _Node._enter pushes on its
+ *   register     a handler registered on a future: _NodeRef._enter pushes on its
  *                own token and, when the CAS meets a link (CF_REG_LINKED),
  *                on the root (_tokenPtr).
  *   drop         a strong reference released; the last runs deinit:

@@ -33,7 +33,7 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
     ///   before this returns `true` for the first time.
     @discardableResult
     public func remove() -> Bool {
-        guard let removed = _remove(byUnless: false) else { return _neverRuns }
+        guard let removed = _remove() else { return _neverRuns }
         if removed { return true }
         let node = _node.unsafelyUnwrapped._ptr
         defer { cf_node_fields_released(node) }
@@ -53,33 +53,26 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Removal on behalf of an `unless:` token that fired.
-    func _removeByUnless() { _ = _remove(byUnless: true) }
-
-    /// Removal of an internal link (no result needed).
-    func _removeQuietly() { _ = _remove(byUnless: false) }
-
     /// Removes the node if it is still registered: true if this call removed
     /// it, false if it had already run, been removed or discarded, nil if
     /// no node was ever linked. The node and the owner are borrowed, not
     /// copied: this registration holds both for the whole call, so they need
     /// no retain and release of their own.
     @inline(__always)
-    private func _remove(byUnless: Bool) -> Bool? {
+    private func _remove() -> Bool? {
         guard _node != nil, _owner != nil else { return nil }
-        return _removeNode(_node.unsafelyUnwrapped, from: _owner.unsafelyUnwrapped, byUnless: byUnless)
+        return _removeNode(_NodeRef(_node.unsafelyUnwrapped._ptr), from: _owner.unsafelyUnwrapped, byUnless: false)
     }
 }
 
 /// Removes `node` from the token stored in `owner` if it is still live
 /// there (its `.removed` event); false when it had settled or was removed.
+/// The caller holds the node's object.
 @inline(__always)
-func _removeNode(_ node: _Node, from owner: AnyObject, byUnless: Bool) -> Bool {
-    Unmanaged.passUnretained(node)._withUnsafeGuaranteedRef { node in
-        // Its list's thread may keep it (cf_node_pool.h).
-        defer { cf_node_fields_released(node._ptr) }
-        guard cf_node_remove(_tokenPtr(owner), node._ptr) != 0 else { return false }
-        node._handle(.removed(byUnless: byUnless))
-        return true
-    }
+func _removeNode(_ node: _NodeRef, from owner: AnyObject, byUnless: Bool) -> Bool {
+    // Its list's thread may keep it (cf_node_pool.h).
+    defer { cf_node_fields_released(node.c) }
+    guard cf_node_remove(_tokenPtr(owner), node.c) != 0 else { return false }
+    node._handle(.removed(byUnless: byUnless))
+    return true
 }

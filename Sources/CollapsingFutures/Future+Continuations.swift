@@ -16,8 +16,8 @@ extension Future {
     @inlinable @inline(__always)
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
-        let out = Future<U>()
-        _thenNode(f, out)._register(on: self, queue: queue, unless: unless)
+        let out = _thenStep(f)
+        out._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -25,8 +25,8 @@ extension Future {
     @inlinable
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>()
-        _flatThenNode(f, out)._register(on: self, queue: queue, unless: unless)
+        let out = _flatThenStep(f)
+        out._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -35,13 +35,8 @@ extension Future {
     @inlinable
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
-        let out = Future<Value>()
-        _ContinuationNode._make(output: out) {
-            switch self._result {
-            case .success: out._trySet(self._result)
-            case .failure(let e): out._trySet(Result { try f(e) })
-            }
-        }._register(on: self, queue: queue, unless: unless)
+        let out = _catchStep(f)
+        out._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -49,8 +44,8 @@ extension Future {
     @inlinable
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
-        let out = Future<Value>()
-        _FlatStepNode._make(self, f, out, Self._catchStep((any Error).self))._register(on: self, queue: queue, unless: unless)
+        let out = _flatCatchStep(f)
+        out._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -58,8 +53,8 @@ extension Future {
     @inlinable
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> U) -> Future<U> {
-        let out = Future<U>()
-        _ContinuationNode._make(output: out) { out._trySet(Result { try f(self) }) }._register(on: self, queue: queue, unless: unless)
+        let out = _finallyStep(f)
+        out._register(on: self, queue: queue, unless: unless)
         return out
     }
 
@@ -67,37 +62,9 @@ extension Future {
     @inlinable
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>()
-        _FlatStepNode._make(self, f, out, Self._finallyStep(Future<Value>.self))._register(on: self, queue: queue, unless: unless)
+        let out = _flatFinallyStep(f)
+        out._register(on: self, queue: queue, unless: unless)
         return out
-    }
-
-    /// The collapsing `catch`'s step, `A` being `any Error`. Written in a
-    /// generic function so that the closure's `f: (A) throws -> Future<Value>`
-    /// parameter is emitted at the generic abstraction `_FlatStepNode.Step`
-    /// has: a closure literal with a concrete `any Error` there is wrapped
-    /// in a reabstraction thunk, whose run allocates a thunk for `f` on
-    /// every step. The casts are to the same type: no-ops once specialized.
-    @inlinable
-    static func _catchStep<A: Sendable>(_: A.Type) -> _FlatStepNode<Value, A, Value>.Step {
-        { input, f, out in
-            switch input._result {
-            case .success: out._trySet(input._result)
-            case .failure(let e):
-                do { return Unmanaged.passRetained(try f(e as! A)) } catch { out._trySet(.failure(error)) }
-            }
-            return nil
-        }
-    }
-
-    /// The collapsing `finally`'s step, `A` being `Future<Value>` (as
-    /// `_catchStep`).
-    @inlinable
-    static func _finallyStep<A: Sendable, U>(_: A.Type) -> _FlatStepNode<Value, A, U>.Step {
-        { input, f, out in
-            do { return Unmanaged.passRetained(try f(input as! A)) } catch { out._trySet(.failure(error)) }
-            return nil
-        }
     }
 
     /// Runs `f` with the value if this succeeds (never if `unless` is cancelled first).
@@ -139,27 +106,87 @@ extension Future {
 //
 // One node per kind of continuation, whatever its run policy: the public
 // methods above (a queue, or the rule of `CancelToken.whenCancelled`) and
-// the `on: MainActor` ones (`_Node._register(mainActor: true)`) register
-// the same node. Each is built in the inlinable caller, so its step is
+// the `on: MainActor` ones (`_register(mainActor: true)`) register the same
+// node. A `then`, `catch` or `finally` is its output future
+// (`_StepFuture`). Each is built in the inlinable caller, so its step is
 // specialized for the caller's types.
 
 extension Future {
     /// `then`'s step: `f` of the value; a failure passes through.
     @inlinable @inline(__always)
-    func _thenNode<U>(_ f: @escaping @Sendable (Value) throws -> U, _ out: Future<U>) -> _StepNode<Value, U> {
-        _StepNode._make(self, f, out) { input, f, out in
-            if let v = input._value(passingFailureTo: out) { out._trySet(Result { try f(v) }) }
-        }
+    func _thenStep<U>(_ f: @escaping @Sendable (Value) throws -> U) -> _StepFuture<U> {
+        _StepFuture(input: self, _Function(f), step: _Step { p, action in
+            _StepFuture<U>._perform(p, action, input: Value.self) { (input, f: _Function<Value, U>, out) in
+                if let v = input._value(passingFailureTo: out) { out._trySet(Result { try f.call(v) }) }
+            }
+        })
     }
 
     /// The collapsing `then`'s step: the future `f` returns for the value.
     @inlinable @inline(__always)
-    func _flatThenNode<U>(_ f: @escaping @Sendable (Value) throws -> Future<U>, _ out: Future<U>) -> _FlatStepNode<Value, Value, U> {
-        _FlatStepNode._make(self, f, out) { input, f, out in
-            guard let v = input._value(passingFailureTo: out) else { return nil }
-            do { return Unmanaged.passRetained(try f(v)) } catch { out._trySet(.failure(error)) }
-            return nil
-        }
+    func _flatThenStep<U>(_ f: @escaping @Sendable (Value) throws -> Future<U>) -> _StepFuture<U> {
+        _StepFuture(input: self, _FutureFunction(f), step: _Step { p, action in
+            _StepFuture<U>._perform(p, action, input: Value.self) { (input, f: _FutureFunction<Value, U>, out) in
+                if let v = input._value(passingFailureTo: out) { out._setReturned { try f.call(v) } }
+            }
+        })
+    }
+
+    /// `catch`'s step: the value `f` recovers from a failure; a value
+    /// passes through.
+    @inlinable @inline(__always)
+    func _catchStep(_ f: @escaping @Sendable (any Error) throws -> Value) -> _StepFuture<Value> {
+        _StepFuture(input: self, _Function(f), step: _Step { p, action in
+            _StepFuture<Value>._perform(p, action, input: Value.self) { (input, f: _Function<any Error, Value>, out) in
+                switch input._result {
+                case .success: out._trySet(input._result)
+                case .failure(let e): out._trySet(Result { try f.call(e) })
+                }
+            }
+        })
+    }
+
+    /// The collapsing `catch`'s step: the future `f` returns for a failure.
+    @inlinable @inline(__always)
+    func _flatCatchStep(_ f: @escaping @Sendable (any Error) throws -> Future<Value>)
+        -> _StepFuture<Value> {
+        _StepFuture(input: self, _FutureFunction(f), step: _Step { p, action in
+            _StepFuture<Value>._perform(p, action, input: Value.self) { (input, f: _FutureFunction<any Error, Value>, out) in
+                switch input._result {
+                case .success: out._trySet(input._result)
+                case .failure(let e): out._setReturned { try f.call(e) }
+                }
+            }
+        })
+    }
+
+    /// `finally`'s step: `f` of the completed input.
+    @inlinable @inline(__always)
+    func _finallyStep<U>(_ f: @escaping @Sendable (Future<Value>) throws -> U) -> _StepFuture<U> {
+        _StepFuture(input: self, _Function(f), step: _Step { p, action in
+            _StepFuture<U>._perform(p, action, input: Value.self) { (input, f: _Function<Future<Value>, U>, out) in
+                out._trySet(Result { try f.call(input) })
+            }
+        })
+    }
+
+    /// The collapsing `finally`'s step: the future `f` returns for the
+    /// completed input.
+    @inlinable @inline(__always)
+    func _flatFinallyStep<U>(_ f: @escaping @Sendable (Future<Value>) throws -> Future<U>)
+        -> _StepFuture<U> {
+        _StepFuture(input: self, _FutureFunction(f), step: _Step { p, action in
+            _StepFuture<U>._perform(p, action, input: Value.self) { (input, f: _FutureFunction<Future<Value>, U>, out) in
+                out._setReturned { try f.call(input) }
+            }
+        })
+    }
+
+    /// A collapsing step's end: this future takes on the future `f`
+    /// returns, or fails with what it throws.
+    @inlinable @inline(__always)
+    func _setReturned(_ f: () throws -> Future) {
+        do { _trySetFuture(try f()) } catch { _trySet(.failure(error)) }
     }
 
     /// `thenDo`'s step.

@@ -154,8 +154,8 @@ extension Future {
     /// When this succeeds, its value mapped by `f` on the main actor.
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> U) -> Future<U> {
-        let out = Future<U>()
-        _thenNode({ v in try MainActor.assumeIsolated { try f(v) } }, out)._register(on: self, unless: unless, mainActor: true)
+        let out = _thenStep { v in try MainActor.assumeIsolated { try f(v) } }
+        out._register(on: self, unless: unless, mainActor: true)
         return out
     }
 
@@ -163,8 +163,8 @@ extension Future {
     /// (a `Future<U>`, never a `Future<Future<U>>`).
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> Future<U>) -> Future<U> {
-        let out = Future<U>()
-        _flatThenNode({ v in try MainActor.assumeIsolated { try f(v) } }, out)._register(on: self, unless: unless, mainActor: true)
+        let out = _flatThenStep { v in try MainActor.assumeIsolated { try f(v) } }
+        out._register(on: self, unless: unless, mainActor: true)
         return out
     }
 }

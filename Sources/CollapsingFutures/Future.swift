@@ -18,10 +18,10 @@ import Dispatch
 /// Threading: every member may be used from any thread. Continuations follow
 /// `CancelToken.whenCancelled`'s rules: on the completing thread, on the main
 /// queue when registered on the main thread, or on `on:`'s queue.
-public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringConvertible {
+public class Future<Value: Sendable>: @unchecked Sendable, CustomStringConvertible {
     /// Must stay the first stored property: the completion token's state
     /// word and the claim word (who may set the result).
-    @usableFromInline var _c: cf_future
+    @usableFromInline final var _c: cf_future
     /// The outcome, written once by the claim winner before the token is
     /// cancelled (release) and read only after seeing it cancelled
     /// (acquire): a success value (inline when it fits in two words, as an
@@ -34,8 +34,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// gives the cost). `deinit` below needs only `Value`'s own metadata,
     /// and nothing at all for a trivial `Value`. Not a separate error
     /// field either: without it a future takes glibc's 80-byte chunks,
-    /// not 96.
-    @exclusivity(unchecked) @usableFromInline var _words: (UInt, UInt) = (0, 0)
+    /// not 96. A step future (`_StepFuture`) holds its step here until it
+    /// runs.
+    @exclusivity(unchecked) @usableFromInline final var _words: (UInt, UInt) = (0, 0)
     /// The flattening target (a `Future<Value>`), written once by the claim
     /// winner before FLATTENING is published (`_publishTarget`) and read
     /// by cycle walkers on any thread (`_loadTarget`). Not a `weak var`:
@@ -44,16 +45,20 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     /// the target instead (released in `deinit`), which keeps its memory
     /// valid, and walkers take a strong reference with `cf_try_retain`,
     /// which fails once the target is deinitializing: a weak reference's
-    /// semantics (cf_swift_runtime.h).
-    @exclusivity(unchecked) @usableFromInline var _targetRef: UnsafeMutableRawPointer?
+    /// semantics (cf_swift_runtime.h). A step future (`_StepFuture`) holds
+    /// its input here, retained, until its step runs; it is not flattening
+    /// until then, so walkers never read it.
+    @exclusivity(unchecked) @usableFromInline final var _targetRef: UnsafeMutableRawPointer?
     #if DEBUG
     /// Debug builds: where the source that let this future become immortal
     /// was created. Written before the immortalizing settle (its full CAS
     /// publishes it), read only after seeing the immortal word (acquire).
-    @exclusivity(unchecked) var _immortalSite: String?
+    @exclusivity(unchecked) final var _immortalSite: String?
     #endif
 
-    /// A pending future.
+    /// A pending future. (Subclassed by `_StepFuture` alone, internal: the
+    /// class is not open, and every member but these is declared in
+    /// extensions, so is never overridden and needs no dynamic dispatch.)
     @inlinable init() {
         _c = cf_future()
         cf_token_init(_ownTptr, 0)
@@ -65,6 +70,14 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @inlinable init(_result r: Result<Value, any Error>) {
         _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
         cf_token_init(_ownTptr, _store(r))
+        #if DEBUG
+        cf_debug_futures_add(1)
+        #endif
+    }
+
+    @inlinable init(_immortal: ()) {
+        _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
+        cf_token_init(_ownTptr, _wImmortal)
         #if DEBUG
         cf_debug_futures_add(1)
         #endif
@@ -91,7 +104,9 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
             _box.release()
         }
     }
+}
 
+extension Future {
     /// `deinit` of a future that did not complete itself (`w`: its own
     /// token's word): what is registered on it is discarded
     /// (`_settleAbandoned`), then its link goes (`_dropLink`).
@@ -227,14 +242,6 @@ public final class Future<Value: Sendable>: @unchecked Sendable, CustomStringCon
     @inlinable var _storedResult: Result<Value, any Error> {
         if _isFailure(cf_token_load(_ownTptr)) { return .failure(_storedError) }
         return .success(_value)
-    }
-
-    @inlinable init(_immortal: ()) {
-        _c = cf_future(token: cf_token(), claim: UInt(CF_F_CLAIMED))
-        cf_token_init(_ownTptr, _wImmortal)
-        #if DEBUG
-        cf_debug_futures_add(1)
-        #endif
     }
 
     @inlinable var _fptr: UnsafeMutablePointer<cf_future> {

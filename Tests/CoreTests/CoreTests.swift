@@ -51,7 +51,7 @@ import Dispatch
         #expect(s.token._linkedNodeCount == 0)
     }
 
-    /// `then`/`thenDo` steps (`_StepNode`/`_SinkNode`) with a long-lived
+    /// `then`/`thenDo` steps (`_StepFuture`/`_SinkNode`) with a long-lived
     /// `unless`: completed steps leave nothing live on it, and a step whose
     /// `unless` fired first is removed from its input's list.
     @Test func thenStepsWithALongLivedUnlessDoNotAccumulate() {

@@ -1,5 +1,5 @@
 // The registration path. Every registration is a node registered with
-// `_Node._register(on:queue:unless:...)`: user handlers (`whenCancelled`),
+// `_register(on:queue:unless:...)`: user handlers (`whenCancelled`),
 // continuations and steps, the library's bookkeeping
 // (`_whenCancelledInline`, `_whenSettledInline`), `unless` links, awaiting
 // tasks and flattening forwarders. Its `_enter`, the only function between
@@ -48,7 +48,18 @@ func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
 /// in a pending word, CF_W_FAILED's bit belongs to a node's address.
 @inlinable func _isFailure(_ w: UInt) -> Bool { w & _wFailure == _wFailure }
 
-extension _Node {
+/// A registration's node object: a `_Node`, or a step's output future
+/// (`_StepFuture`), which is its step's node.
+@usableFromInline
+protocol _Registrable: AnyObject {
+    /// Its `cf_node` (`_NodeRef`).
+    var _ptr: UnsafeMutablePointer<cf_node> { get }
+    /// This object as the node a `CancelRegistration` holds; nil for a
+    /// step future, whose registration is not handed out.
+    var _asNode: _Node? { get }
+}
+
+extension _Registrable {
     /// The one registration path: every registration — user handlers,
     /// continuations and steps, `unless` links, awaiting tasks, flattening
     /// forwarders and combinator bookkeeping — is this node registered on
@@ -70,14 +81,18 @@ extension _Node {
     /// `on: MainActor` continuations, which always run on the main actor
     /// after a hop (`_RunPolicy.mainActor`).
     @inlinable @inline(__always) @discardableResult
-    final func _register(on owner: AnyObject, queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
-                         inline: Bool = false, queueBehindStartedWork: Bool = true,
-                         removeOnUnlessImmortal: Bool = false, mainActor: Bool = false) -> CancelRegistration {
-        let r = _enter(owner, queue, unless, inline: inline, queueBehindStartedWork: queueBehindStartedWork,
-                       removeOnUnlessImmortal: removeOnUnlessImmortal, mainActor: mainActor)
-        return r == Int32(CF_REG_ADDED) ? CancelRegistration(owner: owner, node: self)
-                                        : CancelRegistration(neverRuns: r != Int32(CF_REG_CANCELLED))
+    func _register(on owner: AnyObject, queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
+                   inline: Bool = false, queueBehindStartedWork: Bool = true,
+                   removeOnUnlessImmortal: Bool = false, mainActor: Bool = false) -> CancelRegistration {
+        let r = _NodeRef(_ptr)._enter(owner, queue, unless, inline: inline, queueBehindStartedWork: queueBehindStartedWork,
+                                      removeOnUnlessImmortal: removeOnUnlessImmortal, mainActor: mainActor)
+        guard r == Int32(CF_REG_ADDED) else { return CancelRegistration(neverRuns: r != Int32(CF_REG_CANCELLED)) }
+        guard let node = _asNode else { return CancelRegistration(neverRuns: false) }
+        return CancelRegistration(owner: owner, node: node)
     }
+}
+
+extension _NodeRef {
 
     /// `_register`'s work, the only caller of `cf_token_register`. From one
     /// read of the token's word it does one of four things with this node:
@@ -105,7 +120,7 @@ extension _Node {
     /// shortcut: the push, and on a settled token its claim, decide (a
     /// remover may win).
     @usableFromInline
-    final func _enter(_ owner: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, inline: Bool,
+    func _enter(_ owner: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, inline: Bool,
                       queueBehindStartedWork: Bool, removeOnUnlessImmortal: Bool, mainActor: Bool,
                       reachable: Bool = false) -> Int32 {
         // The token stored in `owner` itself, as `unless`, is never
@@ -115,48 +130,49 @@ extension _Node {
         // Plain stores of the state, as `cf_node_init`'s: nothing else
         // sees the node before it is pushed (not `reachable`).
         if hasUnless && unless.isCancelled {
-            _ptr.pointee.state = UInt(CF_N_REMOVED)
+            cf_node_settle_private(c, UInt(CF_N_REMOVED))
             _handle(.removed(byUnless: true))
             return Int32(CF_REG_IMMORTAL)
         }
-        if mainActor { _policy = .mainActor } else if !inline { _setThreading(queue) }
+        if mainActor { policy.pointee = .mainActor } else if !inline { _setThreading(queue) }
         // Its own word, and the root's only when that one is linked: the
         // common path loads once. A link made after this load is met by
         // the push.
         var w = reachable ? 0 : cf_token_load(_ownTokenPtr(owner))
         if _slowPath(w & UInt(CF_W_LINKED) != 0) { w = cf_token_load(_tokenPtr(owner)) }
         if w & _wCancelled != 0 && !(queueBehindStartedWork && cf_drain_must_queue() != 0) {
-            _ptr.pointee.state = UInt(CF_N_CLAIMED)
+            cf_node_settle_private(c, UInt(CF_N_CLAIMED))
             _runNow(unless: hasUnless ? unless : .immortal, counted: queueBehindStartedWork)
             return Int32(CF_REG_CANCELLED)
         }
         if w & _wImmortal != 0 && !hasUnless {
-            _ptr.pointee.state = UInt(CF_N_DISCARDED)
+            cf_node_settle_private(c, UInt(CF_N_DISCARDED))
             _handle(.immortalized(linkPushed: false))
             return Int32(CF_REG_IMMORTAL)
         }
         // The link is recorded before this node is published (so its
         // settler reads it race-free), and pushed after it (so a link that
         // fires always finds this node in its list). Kept here: once
-        // published, `_policy` is its settler's.
+        // published, the policy is its settler's.
         var link: _UnlessNode?
         if hasUnless {
-            link = _UnlessNode._make(target: CancelRegistration(owner: owner, node: self), policy: _policy,
+            link = _UnlessNode._make(target: self, of: owner, policy: policy.pointee,
                                      on: unless._owner.unsafelyUnwrapped, removeOnDiscard: removeOnUnlessImmortal)
-            _policy = .linked(link.unsafelyUnwrapped)
+            policy.pointee = .linked(link.unsafelyUnwrapped)
         }
-        let u = Unmanaged.passRetained(self)
+        // The list's reference.
+        retainObject()
         // Its own token first (one load less than resolving on every push);
         // linked, before or meanwhile: once more on the root, never linked.
-        var r = cf_token_register(_ownTokenPtr(owner), _ptr)
-        if r == Int32(CF_REG_LINKED) { r = cf_token_register(_tokenPtr(owner), _ptr) }
+        var r = cf_token_register(_ownTokenPtr(owner), c)
+        if r == Int32(CF_REG_LINKED) { r = cf_token_register(_tokenPtr(owner), c) }
         if r == Int32(CF_REG_CANCELLED) && cf_drain_must_queue() != 0 {
             // Inside a handler that has started work still waiting, or too
             // many inline runs deep: queue behind it (cf_core.h, "Drain
-            // order" and "Stack depth"). The queue takes `u`; the node keeps
+            // order" and "Stack depth"). The queue takes that reference; the node keeps
             // its `unless` link and can be removed until its turn, as if
             // listed.
-            cf_node_enqueue(_ptr, _wCancelled)
+            cf_node_enqueue(c, _wCancelled)
             r = Int32(CF_REG_ADDED)
         }
         if r == Int32(CF_REG_ADDED) {
@@ -166,13 +182,13 @@ extension _Node {
             // the list as a removed node, counted, until cleanup or settle
             // unlinks it.
             if let link {
-                _ = link._enter(unless._owner.unsafelyUnwrapped, nil, .immortal, inline: true,
+                _ = _NodeRef(link._ptr)._enter(unless._owner.unsafelyUnwrapped, nil, .immortal, inline: true,
                                 queueBehindStartedWork: true, removeOnUnlessImmortal: false, mainActor: false,
                                 reachable: true)
             }
             return r
         }
-        u.release()
+        releaseObject()
         let cancelled = r == Int32(CF_REG_CANCELLED)
         // The node's fields are touched only by the winner of its CAS out of
         // LIVE: a remover may already hold its registration (an unless
@@ -180,7 +196,7 @@ extension _Node {
         // then it owns them. A node with an `unless` link has no
         // registration out yet (it is handed out, and the link pushed, only
         // once the node is listed), so this claim is its to win.
-        guard cf_node_claim(_ptr, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 else { return r }
+        guard cf_node_claim(c, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 else { return r }
         _settleUnlisted(cancelled: cancelled)
         return r
     }

@@ -2,23 +2,16 @@ import CCollapsingFutures
 import Dispatch
 
 /// A continuation registered on a future's completion token, as a body
-/// closure: the plain `catch` and `finally`, `catchDo`, `finallyDo`,
-/// `unless(_:)` and the library's combinators. (`then`, the collapsing
-/// `then`, `catch` and `finally`, and `thenDo` use `_StepNode`,
-/// `_FlatStepNode` and `_SinkNode`, which save the body's closure context.)
+/// closure: `catchDo`, `finallyDo`, `unless(_:)` and the library's
+/// combinators. (`then`, `catch` and `finally` are their output futures,
+/// `_StepFuture`, and `thenDo` is a `_SinkNode`: both save the body's
+/// closure context.)
 ///
 /// Its body is a closure built by the (inlinable) public method, so it is
 /// compiled specialized for the caller's types: running it touches no generic
-/// metadata. Such a step costs two allocations, the output future and the
-/// body's context (plus the caller's closure context, if its closure
-/// captures anything), and a node, kept for reuse on the thread where it
-/// ends, as every step node is. A step node saves the context only where
-/// the node can hold the user's function in a field of the public
-/// parameter's own shape, so each shape needs a node class of its own
-/// (the plain `catch`'s `(any Error) -> Value` and `finally`'s
-/// `(Future<Value>) -> U` have none; the collapsing forms store theirs in
-/// `_FlatStepNode` behind a reabstraction thunk, one allocation, the one
-/// the body's context took).
+/// metadata. It costs the body's context (plus the caller's closure
+/// context, if its closure captures anything), and a node, kept for reuse
+/// on the thread where it ends.
 @usableFromInline
 final class _ContinuationNode: _Node, @unchecked Sendable {
     /// Runs once the source completed (`unless` first fails `output` here,

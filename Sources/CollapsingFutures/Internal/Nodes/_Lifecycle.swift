@@ -1,17 +1,22 @@
 // The lifecycle of a node, every kind in one place. The C side's table is
 // in cf_core.h (the state word, the node state); this is the Swift side.
+// A node object is a `_Node`, or a step's output future (`_StepFuture`,
+// whose `cf_node` carries the core's owner bit); the path and the
+// lifecycle work on its `cf_node` and run policy (`_NodeRef`), and only
+// the action at the end differs by kind.
 //
 // STATES. A node's C state (`cf_node.state`) is LIVE from `cf_node_init`
 // until exactly one event moves it out: CLAIMED (run), DISCARDED (its
 // token became immortal) or REMOVED. Its run policy (`_RunPolicy`, the
-// one Swift field every node has) says where it runs:
+// Swift field after the `cf_node` in every node object) says where it runs:
 //   inline | inlineWhenSettled | mainQueueUnlessThere | queue | mainActor
 //     recorded by `_register` before the node is published;
 //   linked(link)  it has an `unless` link (which keeps the policy above);
 //   unlinked      the link was removed or dropped once the node settled.
 //
-// EVENTS (`_NodeEvent`, performed by `_Node._handle`) and who sends them:
-//   registered   `_Node._register` -> `_enter`: run now (CLAIMED: `_runNow`),
+// EVENTS (`_NodeEvent`, turned into actions, `_NodeAction`, by
+// `_NodeRef._handle`) and who sends them:
+//   registered   `_register` -> `_NodeRef._enter`: run now (CLAIMED: `_runNow`),
 //                discard now (DISCARDED), `unless` came first (REMOVED:
 //                `.removed(byUnless: true)`), or pushed (stays LIVE).
 //                Settled there, a node was never listed: the state is a
@@ -29,19 +34,17 @@
 //                read again (cancelled: as removed by it; else run).
 //   CF_EV_UNLINK only hands back the list's reference (a removed node).
 // `_handle` first releases the `unless` link (removed from its token, or
-// dropped when it was never pushed or is the one that fired), then calls
-// the kind's action.
+// dropped when it was never pushed or is the one that fired), then
+// performs the kind's action (`_NodeRef.perform`): a `_Node`'s method, or
+// a step future's step, which its outcome words hold until then.
 //
 // ACTIONS, per kind (all take their fields, leaving them nil):
 //   kind               run (cancelled)          immortalized            removed by unless         kept
 //   _HandlerNode       the handler              drop                    drop                      yes
-//   _StepNode          the step                 output: _failOnUnless   output fails (*)          yes
+//   _StepFuture        the step; collapsing:    itself: _failOnUnless   itself fails (*)          no
+//                      set to the future f
+//                      returned
 //   _SinkNode          f(value) on success      drop                    drop                      yes
-//   _FlatStepNode      the step; a pending      output: _failOnUnless   output fails (*)          yes
-//     (step phase)     future returned:
-//                      becomes its forwarder
-//   _FlatStepNode      complete output from     output immortal         -                         yes
-//     (forwarder)      the chain's end
 //   _ContinuationNode  the body                 output: _failOnUnless   output fails (*)          yes
 //   _FlattenNode       complete output from     output immortal         -                         no
 //                      the chain's end
@@ -55,14 +58,10 @@
 // run; a Do form has no output. `_failOnUnless`: the output fails when
 // `unless` fires, and is immortal once it cannot.
 //
-// PHASES. A `_FlatStepNode` has two: the step, then, when its function
-// returned a pending future and no `unless` link was ever made (nothing
-// else can touch its `cf_node` then), the forwarder: it re-initialises its
-// `cf_node` and registers itself on that future's chain. The forwarder
-// phase is `step` nil with `inputOrTarget` set; the fields stay so because
-// the node is generic and its methods are not specialized: an enum with
-// generic payloads would cost a metadata lookup per step, and a phase byte
-// a malloc size class per node.
+// PHASES. None: every node is registered once, and acts once. A
+// collapsing step that returned a pending future sets itself to it
+// (`Future._setFuture`: linked, or a `_FlattenNode` forwarder); its own
+// node is done by then.
 //
 // OWNERSHIP. Before publication only the registering thread writes a
 // node's fields; the C release-CAS that publishes it orders those writes.
@@ -70,17 +69,18 @@
 // dynamic exclusivity check (`@exclusivity(unchecked)`). `_policy` is
 // written before publication and by its owner in `_handle`.
 //
-// REFERENCES. The list holds one (`Unmanaged.passRetained` in `_enter`),
-// handed back with every C callback (`_nodeEvent`); a `CancelRegistration`,
-// an `unless` link's target and a hop each hold another.
+// REFERENCES. The list holds one on the node object (`_enter`), handed
+// back with every C callback (`_nodeEvent`); a `CancelRegistration`, an
+// `unless` link's target and a hop each hold another. A step future's
+// holders are also its users: it lives while listed, whoever holds it.
 //
 // REUSE (cf_node_pool.h). A node is dead when the reference in hand is its
 // only one (`cf_is_only_reference`, the Swift runtime's count): in
 // `_nodeEvent` (the list's) or after a run now (`_runNow`, the caller's:
 // a node run now is never listed, linked nor handed out).
-// A dead node of a kept kind clears its fields and goes on this thread's
-// free list (`_keep`); `_reused` takes it, `cf_node_init` first. A node is
-// registered once per life, but for the flatten step's forwarder phase.
+// A dead `_Node` of a kept kind clears its fields and goes on this thread's
+// free list (`_keep`); `_reused` takes it, `cf_node_init` first. A step
+// future is its user's output, never kept.
 //
 // THREADSANITIZER. Reuse crosses threads through the runtime's reference
 // count, which TSan cannot see: each holder other than the list calls
@@ -89,7 +89,7 @@
 // non-final `_nodeEvent`), and keeping calls `cf_node_fields_acquired`.
 
 /// What happens to a node: the events of its one lifecycle, which
-/// `_Node._handle` turns into the node's actions. Each event but `hopped`
+/// `_NodeRef._handle` turns into the node's actions. Each event but `hopped`
 /// comes to the winner of the node's CAS out of LIVE, so exactly one of
 /// them ends a node's registration.
 @usableFromInline
@@ -107,4 +107,18 @@ enum _NodeEvent {
     /// The run reached the queue or actor it hopped to, where `unless` is
     /// checked again.
     case hopped(unless: CancelToken)
+}
+
+/// What `_NodeRef._handle` makes of an event: the node's action, which
+/// `_NodeRef.perform` runs (a `_Node`'s method, a step future's step).
+@usableFromInline
+enum _NodeAction {
+    /// Run (the token was cancelled, or the hop arrived).
+    case run
+    /// Never run: its token became immortal. `unlessOwner`: the owner of
+    /// the `unless:` token that can still fail a continuation's output.
+    case discard(unlessOwner: AnyObject?)
+    /// Never run: removed by its registration, or, `byUnless`, by its
+    /// `unless:` token, when it fired first or before a hop arrived.
+    case remove(byUnless: Bool)
 }

@@ -19,14 +19,12 @@
 // dynamic exclusivity checks are turned off (`@exclusivity(unchecked)`): the
 // C core's CAS already makes every access exclusive.
 //
-// A node is registered once per life (a kept node starts a new one), with
-// one exception: a flatten step's node
-// (`_FlatStepNode`), once it has run, re-initialises its `cf_node` and
-// registers itself on another token as its output's forwarder. That is safe
-// only because nothing else can still touch its `cf_node` then: the drain
-// reads nothing of a node after its callback, no `CancelRegistration` for it
-// was handed out, and it never had an `unless` link
-// (`_policy.hadUnlessLink` is false).
+// A node is registered once per life (a kept node starts a new one).
+//
+// A step of `then`, `catch` or `finally` is not a `_Node`: its output
+// future is its node (`_StepFuture`). Both kinds keep the `cf_node` and
+// the run policy in the same order, and the registration path and the
+// lifecycle work on that pair (`_NodeRef`).
 import CCollapsingFutures
 import Dispatch
 
@@ -36,7 +34,8 @@ class _Node: @unchecked Sendable {
     @usableFromInline final var _c = cf_node()
     /// When and where the action runs, and the link registered on the
     /// `unless:` token, if any (which then holds the threading), removed
-    /// when this node settles. Written before the node is published.
+    /// when this node settles. Written before the node is published. Must
+    /// follow `_c` (`_NodeRef.policy`).
     @exclusivity(unchecked) @usableFromInline
     final var _policy = _RunPolicy.inline
 
@@ -62,6 +61,8 @@ class _Node: @unchecked Sendable {
         assert(UnsafeRawPointer(_ptr) - _nodeOffset == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
                && { _ptr.pointee.next = _ptr; defer { cf_node_init(_ptr) }; return _c.next == _ptr }(),
                "a node's cf_node must be its first stored property")
+        assert(UnsafeMutableRawPointer(_NodeRef(_ptr).policy) == withUnsafeMutablePointer(to: &_policy) { UnsafeMutableRawPointer($0) },
+               "a node's run policy must follow its cf_node")
     }
 
     // The node's actions, which `_handle` calls once its `unless` link is
@@ -107,105 +108,20 @@ class _Node: @unchecked Sendable {
         return Unmanaged<T>.fromOpaque(UnsafeRawPointer(c) - _nodeOffset).takeRetainedValue()
     }
 
-    /// The node's lifecycle, in one place: an event in, the node's action
-    /// out. Its `unless` link goes first — removed from the `unless` token,
-    /// or dropped when it was never pushed or is the one that fired — so a
-    /// node that ran, was discarded or was removed (which can stay linked
-    /// in its list until a cleanup) holds nothing of the `unless` token's
-    /// owner. A run whose threading says to hop re-checks `unless` when it
-    /// arrives: a handler that cancels a later sibling's `unless` stops it
-    /// on the main queue as it does inline (the original library re-checks
-    /// `unless` on the main thread for the same reason), and a
-    /// continuation's output fails with `CancellationError`.
+    /// Performs `action`, which `_NodeRef._handle` chose (the actions of
+    /// the node kinds, in one place: `_Lifecycle.swift`).
     @inline(__always)
-    @usableFromInline final func _handle(_ event: _NodeEvent) {
-        switch event {
-        case .cancelled(let linkPushed):
-            guard case .linked(let link) = _policy else {
-                if let hop = _policy.hop { _runAfterHop(to: hop, unless: CancelToken(_owner: nil)) } else { _run() }
-                return
-            }
-            let hop = link.targetPolicy.hop
-            // The link's token, read only when the run hops.
-            let unless = hop == nil ? nil : link.unlessOwner
-            _releaseUnlessLink(removingIt: linkPushed)
-            if let hop { _runAfterHop(to: hop, unless: CancelToken(_owner: unless)) } else { _run() }
-        case .immortalized(let linkPushed):
-            // Both read before the link goes.
-            let runsAnyway = if case .inlineWhenSettled = _policy.threading { true } else { false }
-            let unlessOwner = _policy.unlessOwner
-            _releaseUnlessLink(removingIt: linkPushed)
-            if runsAnyway { _run() } else { _discarded(unless: unlessOwner) }
-        case .removed(let byUnless):
-            _releaseUnlessLink(removingIt: !byUnless)
-            _removed(byUnless: byUnless)
-        case .hopped(let unless):
-            if unless.isCancelled { _removed(byUnless: true) } else { _run() }
+    final func _perform(_ action: _NodeAction) {
+        switch action {
+        case .run: _run()
+        case .discard(let unlessOwner): _discarded(unless: unlessOwner)
+        case .remove(let byUnless): _removed(byUnless: byUnless)
         }
     }
+}
 
-    /// A node whose registration found its token settled, and which won
-    /// its claim: runs it inline, or discards it, here (its link, never
-    /// pushed, is dropped). Out of line: a race with the settle, rare.
-    @inline(never)
-    final func _settleUnlisted(cancelled: Bool) {
-        if cancelled { _inline { _handle(.cancelled(linkPushed: false)) } } else { _handle(.immortalized(linkPushed: false)) }
-    }
-
-    /// A node whose registration found its token cancelled (`_register`),
-    /// never listed nor linked to `unless`: runs here, as one counted inline
-    /// run (`counted` false: bookkeeping, which runs now whatever the
-    /// depth), or after a hop to its queue, where `unless` is checked again
-    /// (`_runAfterHop`). The registering thread is the completing one here,
-    /// so the main-thread rule holds without a hop; only a queue hops.
-    @inline(__always)
-    @usableFromInline final func _runNow(unless: CancelToken, counted: Bool) {
-        if let hop = _policy.hop { return _runAfterHop(to: hop, unless: unless) }
-        if counted { _inline { _run() } } else { _run() }
-        // Dead once run, unless the run handed it on (a flatten step become
-        // a forwarder): the caller's reference is then the only one, and
-        // the node is kept for reuse, as a listed one is (`_nodeEvent`),
-        // with a reference of its own that the caller's release leaves.
-        let object = Unmanaged.passUnretained(self).toOpaque()
-        guard cf_is_only_reference(object) != 0 else { return }
-        cf_node_fields_acquired(_ptr)
-        let kept = Unmanaged.passRetained(self)
-        if !_keep() { kept.release() }
-    }
-
-    @inline(__always)
-    private func _releaseUnlessLink(removingIt: Bool) {
-        guard case .linked(let link) = _policy else { return }
-        _policy = .unlinked
-        if removingIt { link._removeFromUnless() }
-        // Read (and, removing it, written) here; kept by its list's thread.
-        cf_node_fields_released(link._ptr)
-    }
-
-    /// Runs this node where `hop` (`_RunPolicy.hop`) says: on its queue,
-    /// or on the main actor (`_handle(.hopped)` there).
-    @usableFromInline
-    final func _runAfterHop(to hop: _RunPolicy, unless: CancelToken) {
-        let run: @Sendable () -> Void = {
-            self._handle(.hopped(unless: unless))
-            // The thread that sent the hop may keep it (cf_node_pool.h).
-            cf_node_fields_released(self._ptr)
-        }
-        if case .queue(let q) = hop { _hop(to: q, run) } else { Task { @MainActor in run() } }
-    }
-
-    /// Records the threading contract (which `_RunPolicy.hop` reads)
-    /// on a node that has none yet (the library's bookkeeping never gets
-    /// one: its `.inlineWhenSettled` must stay).
-    @usableFromInline @inline(__always)
-    final func _setThreading(_ queue: DispatchQueue?) {
-        assert({ if case .inline = _policy { true } else { false } }(), "a node's threading is recorded once")
-        if let queue {
-            if queue !== DispatchQueue.completingThread { _policy = .queue(queue) }
-        } else if _isOnMain() {
-            _policy = .mainQueueUnlessThere
-        }
-    }
+extension _Node: _Registrable {
+    @inlinable var _asNode: _Node? { self }
 }
 
 /// The key of a node class's free lists (cf_node_pool.h): its metadata.
@@ -220,33 +136,6 @@ func _classKey(_ cls: _Node.Type) -> UnsafeRawPointer {
 /// (both checked in `init`, debug builds).
 @inlinable @inline(__always)
 var _nodeOffset: Int { 2 * MemoryLayout<UInt>.size }
-
-/// The C callback of every node (`CF_NODE_EVENT` in cf_core.h): takes
-/// back the reference the list (or the drain queue) held on the node object
-/// whose `cf_node` is `c`, and performs the event. When that reference is
-/// then the only one (`cf_is_only_reference`: no registration, link or hop
-/// holds the node), the node is dead and is kept for reuse (`_keep`)
-/// instead of freed.
-@_cdecl("cf_swift_node_event") @usableFromInline
-func _nodeEvent(_ c: UnsafeMutablePointer<cf_node>, _ event: Int32) {
-    let object = UnsafeRawPointer(c) - _nodeOffset
-    let node = Unmanaged<_Node>.fromOpaque(object)
-    node._withUnsafeGuaranteedRef { node in
-        if event == Int32(CF_EV_RUN.rawValue) {
-            node._handle(.cancelled(linkPushed: true))
-        } else if event == Int32(CF_EV_DISCARD.rawValue) {
-            node._handle(.immortalized(linkPushed: true))
-        }
-    }
-    if cf_is_only_reference(object) != 0 {
-        cf_node_fields_acquired(c)
-        if node._withUnsafeGuaranteedRef({ $0._keep() }) { return }
-    } else {
-        // Another holder's thread may keep it (cf_node_pool.h).
-        cf_node_fields_released(c)
-    }
-    node.release()
-}
 
 /// Frees a kept node as its thread exits (cf_node_pool.c).
 @_cdecl("cf_swift_node_free")

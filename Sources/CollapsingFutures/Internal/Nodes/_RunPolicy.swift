@@ -53,14 +53,6 @@ enum _RunPolicy {
         }
     }
 
-    /// Whether an `unless` link was ever made.
-    var hadUnlessLink: Bool {
-        switch self {
-        case .linked, .unlinked: return true
-        case .inline, .inlineWhenSettled, .mainQueueUnlessThere, .queue, .mainActor: return false
-        }
-    }
-
     /// The owner of the `unless` token while linked.
     var unlessOwner: AnyObject? {
         if case .linked(let link) = self { return link.unlessOwner }

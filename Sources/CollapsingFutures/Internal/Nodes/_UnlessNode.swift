@@ -12,8 +12,13 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     /// nothing.
     @exclusivity(unchecked)
     var unlessOwner: AnyObject?
+    /// The node this link removes (a `_Node` or a step future), whose
+    /// object the link holds a reference to until it lets it go
+    /// (`_releaseTarget`), and the owner of the token it is registered on.
     @exclusivity(unchecked)
-    var target: CancelRegistration?
+    var target: _NodeRef?
+    @exclusivity(unchecked)
+    var targetOwner: AnyObject?
     /// The threading `target`'s node was registered under, which its
     /// `_policy` holds while linked (`_RunPolicy.linked`); only that node
     /// reads it. A removed link waiting in its list for a cleanup still
@@ -24,24 +29,32 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     @exclusivity(unchecked)
     var removeOnDiscard = false
 
-    /// A link for `target`: a kept one if this thread has one.
+    /// A link for `target`, registered on the token stored in
+    /// `targetOwner`: a kept one if this thread has one.
     @inline(__always)
-    static func _make(target: CancelRegistration, policy: _RunPolicy, on unlessOwner: AnyObject,
+    static func _make(target: _NodeRef, of targetOwner: AnyObject, policy: _RunPolicy, on unlessOwner: AnyObject,
                       removeOnDiscard: Bool) -> _UnlessNode {
         let n = _reused(as: _UnlessNode.self) ?? _UnlessNode()
         n.unlessOwner = unlessOwner
+        target.retainObject()
         n.target = target
+        n.targetOwner = targetOwner
         n.targetPolicy = policy
         n.removeOnDiscard = removeOnDiscard
         return n
     }
 
-    override func _run() { target.take()?._removeByUnless() }
-    override func _discard() {
-        let t = target.take()
-        if removeOnDiscard { t?._removeQuietly() }
+    override func _run() { _releaseTarget(removing: true, byUnless: true) }
+    override func _discard() { _releaseTarget(removing: removeOnDiscard, byUnless: false) }
+    override func _removed(byUnless: Bool) { _releaseTarget(removing: false, byUnless: false) }
+
+    /// Lets the target go, first removing it (`byUnless`: this link
+    /// fired) when `removing`.
+    private func _releaseTarget(removing: Bool, byUnless: Bool) {
+        guard let t = target.take(), let owner = targetOwner.take() else { return }
+        if removing { _ = _removeNode(t, from: owner, byUnless: byUnless) }
+        t.releaseObject()
     }
-    override func _removed(byUnless: Bool) { target = nil }
     /// `target` is nil (running, discarding and removing each drop it);
     /// the `unless` token's owner (still held when the link ran or was
     /// discarded) and the threading go.
@@ -54,6 +67,6 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     /// Removes this link from its `unless` token: its node settled first.
     func _removeFromUnless() {
         guard let uo = unlessOwner.take() else { return }
-        _ = _removeNode(self, from: uo, byUnless: false)
+        _ = _removeNode(_NodeRef(_ptr), from: uo, byUnless: false)
     }
 }
