@@ -112,6 +112,24 @@ import Dispatch
         }
     }
 
+    /// Steps added to an immortal future with a live `unless` (whose
+    /// `unless` link is made but never pushed: the future is settled) are
+    /// held by the `unless` token alone, which can still fail them, and
+    /// are freed when it becomes immortal.
+    @Test func stepsOnAnImmortalFutureAreFreedWithTheirUnless() {
+        var u: CancelTokenSource? = CancelTokenSource()
+        weak var weakThen: Future<Int>?, weakCatch: Future<Int>?, weakFinally: Future<Int>?
+        do {
+            let f = Future<Int>.immortal
+            let t = f.then(unless: u!.token) { $0 }, c = f.catch(unless: u!.token) { _ in 0 }
+            let fin = f.finally(unless: u!.token) { _ in 0 }
+            weakThen = t; weakCatch = c; weakFinally = fin
+        }
+        #expect(weakThen != nil && weakCatch != nil && weakFinally != nil)
+        u = nil
+        #expect(weakThen == nil && weakCatch == nil && weakFinally == nil)
+    }
+
     @Test func settledTokenHasNoLinkedNodes() {
         let s = CancelTokenSource()
         for _ in 0..<10 { s.token.whenCancelled {} }

@@ -115,8 +115,9 @@ typedef enum cf_event {
 
 /// A handler registration: two words, the state and the link. Lives at a
 /// fixed place in a 16-byte aligned allocation owned by the caller (a Swift
-/// object in CollapsingFutures, after its header; a malloc block in the C
-/// floor benchmark, at its start), which the callback finds from the node.
+/// object in CollapsingFutures: after its header, or, with CF_N_IN_FUTURE,
+/// after a future's fields; a malloc block in the C floor benchmark, at its
+/// start), which the callback finds from the node.
 typedef struct cf_node {
     uintptr_t state;                 ///< AO_t: CF_N_*; CAS only
     /// In a token's list: the older node (see cf_token_register). In the
@@ -129,7 +130,7 @@ typedef struct cf_node {
 /// The callback of every node, given the node itself: its owner finds its
 /// own allocation from it. One function for every node of a build of the
 /// core (cf_core.c calls it as CF_NODE_EVENT), so a node keeps no function
-/// pointer: this one, the Swift layer's (`_Node.swift`, `@_cdecl`). The
+/// pointer: this one, the Swift layer's (`_NodeRef.swift`, `@_cdecl`). The
 /// benchmark's C floor compiles cf_core.c once more with its own
 /// (Benchmarks/CBenchSupport/floor_core.h).
 void cf_swift_node_event(cf_node *_Nonnull node, int event);
@@ -256,12 +257,13 @@ static inline void cf_node_init_in_future(cf_node *n) {
     n->next = NULL;
 }
 
-/// Whether `n` lives inside a future (CF_N_IN_FUTURE). A plain load: the bit
-/// never changes after init, and this is read only where no CAS can change
-/// the word any more (the node's callback, or once its CAS out of LIVE is
-/// won) or before the node is shared.
+/// Whether `n` lives inside a future (CF_N_IN_FUTURE). Any thread that
+/// holds the node. Relaxed load: the bit never changes after init, which
+/// happened before the node was shared; atomic, because other threads may
+/// still CAS the fate bits of the same word. Inline here (a compiler
+/// builtin, as cf_token_resolve): the Swift layer asks on every event.
 static inline int cf_node_in_future(const cf_node *n) {
-    return (n->state & CF_N_IN_FUTURE) != 0;
+    return (__atomic_load_n(&n->state, __ATOMIC_RELAXED) & CF_N_IN_FUTURE) != 0;
 }
 
 /// Settles a node nobody else can reach yet (it was never pushed) to

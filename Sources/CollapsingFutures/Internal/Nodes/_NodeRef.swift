@@ -20,9 +20,8 @@ struct _NodeRef: @unchecked Sendable {
     @inlinable @inline(__always)
     init(_ c: UnsafeMutablePointer<cf_node>) { self.c = c }
 
-    /// Whether the node lives in a step's output future (read where its
-    /// state word can no longer change, or before it is shared:
-    /// `cf_node_in_future`).
+    /// Whether the node lives in a step's output future
+    /// (`cf_node_in_future`).
     @inlinable @inline(__always)
     var inFuture: Bool { cf_node_in_future(c) != 0 }
 
@@ -146,11 +145,15 @@ struct _NodeRef: @unchecked Sendable {
         releaseObject()
     }
 
+    /// Lets the `unless` link go: removes it from its token
+    /// (`removingIt`), or drops it, when it was never pushed (its
+    /// reference to this node goes with it) or is the one that fired
+    /// (it has let this node go already).
     @inline(__always)
     private func _releaseUnlessLink(removingIt: Bool) {
         guard case .linked(let link) = policy.pointee else { return }
         policy.pointee = .unlinked
-        if removingIt { link._removeFromUnless() }
+        if removingIt { link._removeFromUnless() } else { link._dropTarget() }
         // Read (and, removing it, written) here; kept by its list's thread.
         cf_node_fields_released(link._ptr)
     }

@@ -55,6 +55,11 @@ final class _UnlessNode: _Node, @unchecked Sendable {
         if removing { _ = _removeNode(t, from: owner, byUnless: byUnless) }
         t.releaseObject()
     }
+
+    /// Lets the target go without an event: the target settled and this
+    /// link was never pushed (its registering thread alone holds it), or
+    /// this link fired and has let it go already.
+    func _dropTarget() { _releaseTarget(removing: false, byUnless: false) }
     /// `target` is nil (running, discarding and removing each drop it);
     /// the `unless` token's owner (still held when the link ran or was
     /// discarded) and the threading go.
