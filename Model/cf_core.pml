@@ -78,15 +78,15 @@
  * @step future_load     | cf_future_claim_load  | return AO_load_acquire(W(&f->claim));
  *
  * Swift-layer steps (not line-checked; the Swift files change independently):
- *   swift_retain   Internal/_Registration.swift _enter: Unmanaged.passRetained (the list's reference)
+ *   swift_retain   Internal/_Registration.swift _enter: retainObject (the list's reference)
  *   swift_release  any release of a node reference; the last one frees the node
  *   add            CancelToken.whenCancelled: _register's _enter (one cf_token_load: run now,
  *                  discard, or push; Internal/_Registration.swift). A node run now is still private:
  *                  Swift marks its state with a plain store; the model claims it instead (always won:
  *                  nobody else can reach it)
  *   register       _enter's push (cf_token_register, then enqueue / claim + run inline)
- *   remove         CancelRegistration.remove() and _removeByUnless
- *   callback       _nodeEvent, CF_NODE_EVENT of the library (Internal/Nodes/_Node.swift: the node object
+ *   remove         CancelRegistration.remove() and an unless link's _releaseTarget
+ *   callback       _nodeEvent, CF_NODE_EVENT of the library (Internal/Nodes/_NodeRef.swift: the node object
  *                  from the cf_node, takeRetainedValue, _handle)
  *   set_future     Future._trySetFuture (Future._setFuture): claim, pre-walk, _target, FLATTENING,
  *                  walk, then the forwarder (Internal/Nodes/_FlattenNode.swift) on the walk's end
@@ -149,7 +149,7 @@
 /* Handler actions: what the Swift node subclasses do when run/discarded. */
 #define A_CANCEL 1   /* cancel token a (a handler cancelling a source; a forwarder completing its output) */
 #define A_IMMORT 2   /* make token a immortal (a forwarder's discard) */
-#define A_REMOVE 3   /* remove node a (an unless link: _removeByUnless) */
+#define A_REMOVE 3   /* remove node a (an unless link: _releaseTarget) */
 #define A_ADD    4   /* register node a from inside the handler (its registration dropped) */
 #define ACT(k, a) (((k) << 4) | (a))
 /* Thread programs: one operation per entry. */
@@ -781,7 +781,7 @@ reg_l1_back: skip;
      :: rr1 == REG_ADDED -> goto add_l1_rel
      :: rr1 == REG_CANCELLED && draining && sh != 0 -> cf_node_enqueue(m, W_CANCELLED); goto add_l1_rel
      :: else ->
-        release(m);                                           /* u.release() */
+        release(m);                                           /* releaseObject() */
         cf_node_claim(m, (rr1 == REG_CANCELLED -> CLAIMED : DISCARDED), won1)
      fi
   fi;
@@ -1110,7 +1110,7 @@ reg_top_back: skip;
   :: rres == REG_CANCELLED && draining && sh != 0 ->          /* @must_queue */
      cf_node_enqueue(rt_n, W_CANCELLED); rres = REG_ADDED
   :: else ->
-     release(rt_n);                                           /* u.release() */
+     release(rt_n);                                           /* releaseObject() */
      cf_node_claim(rt_n, (rres == REG_CANCELLED -> CLAIMED : DISCARDED), won);
      if
      :: won -> won = 0; cb_n = rt_n; cb_ev = (rres == REG_CANCELLED -> EV_RUN : EV_DISCARD); ct_ret = 2; goto callback_top
@@ -1235,7 +1235,7 @@ settle_body: skip;
   fi;
 
 /* ---- subroutine: cf_token_register(tok[r_n], r_n) -> r_res (with the
-   Swift passRetained merged into its first step: the node is private) */
+   Swift retainObject merged into its first step: the node is private) */
 cf_token_register: skip;
   d_step { refs[r_n]++; used[r_n] = 1; rw = word[tok[r_n]] }  /* @reg_load (+ swift_retain) */
   do
@@ -1275,7 +1275,7 @@ cf_token_register: skip;
 
 /* ---- subroutine: cf_node_remove(tok[m_n], m_n) with try_clean, then the
    Swift side: remove() (m_user: reads the state when it lost) or
-   _removeByUnless; the winner's node._removed() drops what it holds */
+   _releaseTarget; the winner's node._removed() drops what it holds */
 node_remove: skip;
   d_step {                                                    /* @remove_cas @live_own @live_cas */
     FENCE;

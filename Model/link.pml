@@ -45,7 +45,7 @@
  * are what make that true for these steps.
  *
  * Futures: X = 0 (the outer step's output), Y = 1 (the future X's step
- * function returned: a step output, linkable), Z = 2 (in L2, the one Y's
+ * function returned: a step output), Z = 2 (in L2, the one Y's
  * step function returned; in L3, a source's future).
  *
  * Configurations (-DCFG_*):
@@ -76,7 +76,7 @@
  *       W and Y. Every future ends with W's outcome; X, once others are
  *       linked into it, must not link its own token (R-5).
  *   L6  A chain built outwards, every step concurrent, three sources'
- *       futures (none linkable), X's consumer registered on X: T0 sets Y
+ *       futures, X's consumer registered on X: T0 sets Y
  *       to X, drops X and Y, then, a holder Z was handed to, registers a
  *       handler on Z or not, and drops Z (the handler may come between
  *       Z's set making Y ROOT and its token link, which then fails and a
@@ -84,9 +84,11 @@
  *       source, sets X to 1 or makes it immortal (its deinit), then drops
  *       X. An UNSET end is made ROOT and linked into; Y and Z, resolved,
  *       end as X does.
- * Producers. A linkable future is a step output, whose step node always
- * completes it or makes it immortal (it runs, is discarded, or its unless
- * fails it). Only a future with nothing registered on it can be dropped by
+ * Producers. Every future may be linked (set as another's outcome while
+ * unset with nothing registered on it): its producer, a source or a step
+ * (or a combinator), completes it or makes it immortal through its claim,
+ * which follows the link (it runs, is discarded, its unless fails it, its
+ * source dies). Only a future with nothing registered on it can be dropped by
  * its producer unset here (L1's outcome 0 without the holder's handler):
  * then its deinit makes the root immortal. One with a handler registered
  * while it was linked is kept alive by the forwarder _link falls back on,
@@ -174,7 +176,6 @@ byte val[NF];        /* ghost: the value it completed with */
 byte nsettle[NF];    /* ghost: settles */
 byte refs[NF];       /* strong references (X's consumer's not counted) */
 byte xrefs[NF];      /* references future f's link pointer holds on its root */
-bit linkable[NF];
 bit rooted[NF];      /* ghost: a token was linked into its token (R-5) */
 bit hreg, hran, hdisc, cran, cdisc;
 byte outcome;        /* ghost: the last producer set 1 (1), made it immortal (2), nothing (0) */
@@ -475,7 +476,7 @@ inline set_future(f, other) {
      :: other != me && w == W_IMMORTAL -> cw = W_IMMORTAL; cascade(me)
      :: other != me && (w == PENDING || w == W_LINKED) ->  /* (linked since it was resolved: not 0) */
         linked = 0;
-        if :: w == PENDING && wh == 0 && linkable[other] -> link(other) :: else -> skip fi;
+        if :: w == PENDING && wh == 0 -> link(other) :: else -> skip fi;
         if
         :: linked ->
 #if !defined(CFG_L4) && !defined(CFG_L6)
@@ -618,28 +619,23 @@ init {
   byte i, g;
   d_step {
     hl[X] = CB;                    /* X's consumer */
-    linkable[Y] = 1;
 #if defined(CFG_L1)
     refs[Y] = 3                    /* T0's (the function's result), T1's (its step), T2's */
 #elif defined(CFG_L2)
-    linkable[Z] = 1;
     refs[Y] = 2;                   /* T0's, T1's (Y's step) */
     refs[Z] = 2                    /* T1's (the function's result), T2's (its step) */
 #elif defined(CFG_L3)
     refs[Y] = 3;                   /* T0's, T1's (Y's step), T2's (Z's set) */
     refs[Z] = 2                    /* T1's (what Y's step returned), T2's (Z's source) */
 #elif defined(CFG_L4)
-    linkable[Z] = 0;
     refs[Y] = 3;                   /* T0's, T1's (its producer), T2's (Z's set) */
     refs[Z] = 1                    /* T2's (Z's source and holder) */
 #elif defined(CFG_L6)
-    linkable[Y] = 0;               /* sources' futures, none linkable */
     refs[X] = 2;                   /* T0's (Y's set), T2's (X's source) */
     refs[Y] = 2;                   /* T0's (Y's source), T1's (Z's set) */
     refs[Z] = 2                    /* T1's (Z's source), T0's (a holder) */
 #else
     hl[X] = 0; hl[Z] = CB;         /* the consumer is Z's: X may link its token */
-    linkable[W] = 1;
     refs[Y] = 2;                   /* T0's, T2's (Y's step) */
     refs[W] = 2                    /* T1's (Z's set), T2's (Y's step result, W's producer) */
 #endif

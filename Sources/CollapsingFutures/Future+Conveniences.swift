@@ -126,7 +126,7 @@ extension Future {
 // The same steps as the queue forms, under another run policy
 // (`_RunPolicy.mainActor`): each runs after a hop with a `Task` on the main
 // actor, where `unless` is checked again, as after the main-queue hop of
-// `on: .main` (`_Node._runAfterHop`): cancelling it after the completion but
+// `on: .main` (`_NodeRef._runAfterHop`): cancelling it after the completion but
 // before the main actor runs still stops `f`.
 
 extension Future {

@@ -433,26 +433,20 @@ extension Future {
     /// `_trySetFuture`, also saying how many flattening targets its walk
     /// followed (the work a test counts: a chain built outwards costs O(1)
     /// per set).
+    /// The claim is this future's, or that of the root it is linked into,
+    /// which then takes on `other`'s outcome.
     @inlinable
     func _setFuture(_ other: Future) -> (set: Bool, steps: Int) {
-        _setFuture(other) { _FlattenNode(output: $0, target: $1) }
-    }
-
-    /// `_setFuture`, with the forwarder registered on the end of the chain
-    /// built by `forwarder(output, end)` (a `_FlattenNode`, or a flatten
-    /// step's own node reused). `output` is the future the claim was taken
-    /// for: this one, or the root it is linked into.
-    @inlinable @inline(__always)
-    func _setFuture(_ other: Future, forwarder: (_ output: Future, _ end: Future) -> _Node) -> (set: Bool, steps: Int) {
         guard let f = _takeClaim() else { return (false, 0) }
-        return (true, f._withUnsafeGuaranteedRef { $0._setClaimed(other, forwarder: forwarder) })
+        return (true, f._withUnsafeGuaranteedRef { $0._setClaimed(other) })
     }
 
     /// The claim holder's half of `_setFuture`: this future (CLAIMED or
-    /// AWAITING: ours) takes on `other`'s outcome. Returns the flattening
-    /// targets walked.
+    /// AWAITING: ours) takes on `other`'s outcome: linked into the end of
+    /// its chain, or a forwarder there (`_FlattenNode`). Returns the
+    /// flattening targets walked.
     @inlinable @inline(__always)
-    func _setClaimed(_ other: Future, forwarder: (_ output: Future, _ end: Future) -> _Node) -> Int {
+    func _setClaimed(_ other: Future) -> Int {
         if other === self { _ = _immortalizeClaimed(); return 0 }
         let w = other._word
         if w & _wCancelled != 0 {
@@ -482,7 +476,7 @@ extension Future {
         // token can then be linked): we link into it.
         if claimed == UInt(CF_F_CLAIMED) && Self._isRoot(end, making: cf_token_load(_ownTptr) == 0)
             && _linkInto(end) { return before + after }
-        forwarder(self, end)._register(on: end, inline: true)
+        _FlattenNode(output: self, target: end)._register(on: end, inline: true)
         return before + after
     }
 
@@ -490,8 +484,9 @@ extension Future {
     /// whose claim the caller holds, instead of flattening into it: whoever
     /// completes `other` takes our claim through it and completes us
     /// (every completer takes its claim with `_takeClaim`, which follows
-    /// the link, whether it is a source, a step or a combinator), if `other` dies with the claim not taken we become
-    /// immortal (`_abandon`), and everyone else who holds `other` sees our
+    /// the link, whether it is a source, a step or a combinator), if
+    /// `other` dies with the claim not taken we become immortal
+    /// (`_abandon`), and everyone else who holds `other` sees our
     /// outcome and registers on our token (its token is linked into ours,
     /// `cf_token_link`). No forwarder is registered, and `other` holds
     /// nothing of ours but one reference, so `other` is freed as soon as its

@@ -8,7 +8,7 @@
 // `CancelRegistration` holds another, so `remove()` is safe at any time.
 //
 // A node whose list hands back the last reference is dead: handlers,
-// `unless` links and steps are then kept on their thread's free list for
+// `unless` links and `thenDo`s are then kept on their thread's free list for
 // their class (cf_node_pool.h, `_keep`) and reused by the next registration
 // of that class there, which then allocates nothing for the node.
 //
