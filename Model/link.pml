@@ -301,8 +301,6 @@ inline claim_own(f) {
   :: !won ->
 #if defined(MUT_ROOT_UNCLAIMED)
      skip                                                  /* MUTANT root-unclaimed: a root cannot be claimed */
-#elif defined(MUT_ROOT_CLAIMED)
-     d_step { won = (claim[f] == F_ROOT); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi }  /* MUTANT root-claimed */
 #else
      d_step { won = (claim[f] == F_ROOT); if :: won -> claim[f] = F_ROOT_CLAIMED :: else -> skip fi }  /* future_claim: a root */
 #endif
@@ -424,12 +422,8 @@ inline link_into(e0) {
   d_step { c = claim[e0] };                                /* future_load */
   if
   :: c == F_UNSET && mk ->
-#if defined(MUT_ROOT_NO_MARK)
-     c = F_ROOT                                            /* MUTANT root-no-mark: taken for a root, left UNSET */
-#else
      d_step { if :: claim[e0] == F_UNSET -> claim[e0] = F_ROOT; nroot++ :: else -> skip fi };   /* future_claim */
      d_step { c = claim[e0] }                              /* future_load */
-#endif
   :: else -> skip
   fi;
 #if defined(MUT_UP_ANY_END)

@@ -94,8 +94,6 @@ MUTANTS=(
   "up-any-end|-DCFG_L5|-DMUT_UP_ANY_END|_linkInto links into any end of a walk, not only a root|link.pml"
   "up-not-fresh|-DCFG_L5|-DMUT_UP_NOT_FRESH|_linkInto also from a future others were linked into|link.pml"
   "root-unclaimed|-DCFG_L6|-DMUT_ROOT_UNCLAIMED|_takeClaim does not claim a ROOT|link.pml"
-  "root-claimed|-DCFG_L6|-DMUT_ROOT_CLAIMED|_takeClaim takes a ROOT to CLAIMED, not ROOT_CLAIMED|link.pml"
-  "root-no-mark|-DCFG_L6|-DMUT_ROOT_NO_MARK|_linkInto into an UNSET end without making it ROOT|link.pml"
   "check-early|-DCFG_W2S|-DMUT_CHECK_EARLY|the driver looks at the inbox before publishing its sleep tick|wheel.pml"
   "tick-nofence|-DCFG_W2S|-DMUT_TICK_NOFENCE|no full fence between publishing the sleep tick and the re-check (store buffering)|wheel.pml"
   "tick-nofence-sweep|-DCFG_W2|-DMUT_TICK_NOFENCE|the same fence, on the count's side (the mark stored, cancels loaded)|wheel.pml"

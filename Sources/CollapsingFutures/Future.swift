@@ -529,9 +529,11 @@ extension Future {
     /// Whether `end`, the end of a chain, is a root others may link into:
     /// AWAITING, ROOT or ROOT_CLAIMED, or, with `making`, UNSET and made
     /// ROOT here (its first claimer then takes it to ROOT_CLAIMED:
-    /// `_takeClaim`). Full CAS, as
-    /// every claim CAS; the load after it says who won (a claimer, or
-    /// `_link`, may have come first).
+    /// `_takeClaim`). Full CAS, as every claim CAS; the load after it says
+    /// who won (a claimer, or `_link`, may have come first). An UNSET end
+    /// has a node on its token (a handler, or the forwarder of the future
+    /// before it: one with nothing registered would have been linked,
+    /// `_link`), so a future made ROOT never links its own token.
     @inlinable @inline(__always)
     static func _isRoot(_ end: Future, making: Bool) -> Bool {
         var c = cf_future_claim_load(end._fptr)
