@@ -53,7 +53,7 @@ struct _NodeRef: @unchecked Sendable {
     func perform(_ action: _NodeAction) {
         let o = object
         if inFuture {
-            _stepOfFuture(at: o).perform(o, action)
+            (o + _futureWordsOffset).load(as: _Step.self).perform(o, action)
         } else {
             Unmanaged<_Node>.fromOpaque(o)._withUnsafeGuaranteedRef { $0._perform(action) }
         }

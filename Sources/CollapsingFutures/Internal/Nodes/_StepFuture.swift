@@ -107,25 +107,20 @@ struct _FutureFunction<A, R: Sendable> {
     @inlinable init(_ call: @escaping (A) throws -> Future<R>) { self.call = call }
 }
 
-/// The step of the pending step future at `object`, from its outcome words.
-@inlinable @inline(__always)
-func _stepOfFuture(at object: UnsafeMutableRawPointer) -> _Step {
-    (object + _futureWordsOffset).load(as: _Step.self)
-}
-
 /// Where `Future`'s outcome words lie in a future: after the object header
 /// and the `cf_future` (checked in `_StepFuture.init`, debug builds).
 @inlinable @inline(__always)
 var _futureWordsOffset: Int { _nodeOffset + MemoryLayout<cf_future>.stride }
 
-/// Where a step future's `cf_node` lies: after `Future`'s fields (the
-/// outcome words, the target reference and, in debug builds, the immortal
-/// site), 16-byte aligned (checked in `_StepFuture.init`, debug builds).
+/// Where a step future's `cf_node` lies: right after `Future`'s fields
+/// (the outcome words, the target reference and, in debug builds, the
+/// immortal site), which end 16-byte aligned on 64-bit platforms, as the
+/// core's node pointers need (checked in `_StepFuture.init`, debug builds).
 @inlinable @inline(__always)
 var _futureNodeOffset: Int {
+    var end = _futureWordsOffset + MemoryLayout<(UInt, UInt)>.size + MemoryLayout<UnsafeMutableRawPointer?>.size
     #if DEBUG
-    return _futureWordsOffset + 16 + 8 + 16
-    #else
-    return _futureWordsOffset + 16 + 8
+    end += MemoryLayout<String?>.size
     #endif
+    return end
 }
