@@ -27,7 +27,12 @@ struct _NodeRef: @unchecked Sendable {
 
     /// The object the node lives in.
     @inlinable @inline(__always)
-    var object: UnsafeMutableRawPointer {
+    var object: UnsafeMutableRawPointer { object(inFuture: inFuture) }
+
+    /// The object the node lives in, for a caller that has read `inFuture`
+    /// already (one load of the state word, not two).
+    @inlinable @inline(__always)
+    func object(inFuture: Bool) -> UnsafeMutableRawPointer {
         UnsafeMutableRawPointer(c) - (inFuture ? _futureNodeOffset : _nodeOffset)
     }
 
@@ -51,7 +56,7 @@ struct _NodeRef: @unchecked Sendable {
     /// which its outcome words hold until it runs (`_StepFuture`).
     @inline(__always)
     func perform(_ action: _NodeAction) {
-        let o = object
+        let inFuture = inFuture, o = object(inFuture: inFuture)
         if inFuture {
             (o + _futureWordsOffset).load(as: _Step.self).perform(o, action)
         } else {
@@ -119,7 +124,7 @@ struct _NodeRef: @unchecked Sendable {
         // (`_releaseListReference`), with a reference of its own that the
         // caller's release leaves.
         guard !inFuture else { return }
-        let o = object
+        let o = object(inFuture: false)
         guard cf_is_only_reference(o) != 0 else { return }
         cf_node_fields_acquired(c)
         let kept = Unmanaged<_Node>.fromOpaque(o).retain()
@@ -132,7 +137,7 @@ struct _NodeRef: @unchecked Sendable {
     /// is dead, and is kept for reuse (`_keep`) instead of freed.
     @inline(__always)
     func _releaseListReference() {
-        let o = object
+        let inFuture = inFuture, o = object(inFuture: inFuture)
         if !inFuture {
             if cf_is_only_reference(o) != 0 {
                 cf_node_fields_acquired(c)
@@ -142,7 +147,7 @@ struct _NodeRef: @unchecked Sendable {
                 cf_node_fields_released(c)
             }
         }
-        releaseObject()
+        Unmanaged<AnyObject>.fromOpaque(o).release()
     }
 
     /// Lets the `unless` link go: removes it from its token
