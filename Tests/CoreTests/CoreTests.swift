@@ -188,25 +188,16 @@ import Dispatch
     /// makes it immortal, without recursion.
     @Test func aMillionLevelChainBuiltOutwardsCompletesOrBecomesImmortal() {
         let root = FutureSource<Int>()
-        var outer = root.future
         var held: [Future<Int>] = []
-        for i in 0..<1_000_000 {
-            let s = FutureSource<Int>()
-            s.trySetResult(outer)
-            outer = s.future
-            if i % 100_000 == 0 { held.append(outer) }
+        let outer = chainBuiltOutwards(onto: root.future, levels: 1_000_000) { level, s, _ in
+            if level % 100_000 == 0 { held.append(s.future) }
         }
         root.trySetResult(4)
         #expect(outer.forceGetResult() == 4 && held.allSatisfy { $0.forceGetResult() == 4 })
-        var orphan: Future<Int>
+        let orphan: Future<Int>
         do {
             let first = FutureSource<Int>()
-            orphan = first.future
-            for _ in 0..<1_000_000 {
-                let s = FutureSource<Int>()
-                s.trySetResult(orphan)
-                orphan = s.future
-            }
+            orphan = chainBuiltOutwards(onto: first.future, levels: 1_000_000)
             #expect(orphan.state == .flattening)
         }
         #expect(orphan.state == .immortal)
@@ -219,16 +210,12 @@ import Dispatch
         var futures: [Future<Int>] = []
         do {
             let root = FutureSource<Int>()
-            var outer = root.future
             var sources: [FutureSource<Int>] = []
-            for _ in 0..<1_000 {
-                let s = FutureSource<Int>()
-                s.trySetResult(outer)
+            _ = chainBuiltOutwards(onto: root.future, levels: 1_000) { _, s, _ in
                 let t = Tracked(deinits)
                 s.future.thenDo(on: .completingThread) { _ in _ = t }
                 sources.append(s)
                 futures.append(s.future)
-                outer = s.future
             }
             #expect(deinits.value == 0)
         }

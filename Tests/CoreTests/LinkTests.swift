@@ -71,12 +71,7 @@ import TestSupport
         let before = Future<Int>._aliveOnThisThread
         do {
             let root = FutureSource<Int>()
-            var outer = root.future
-            for _ in 0..<1_000 {
-                let s = FutureSource<Int>()
-                #expect(s.trySetResult(outer))
-                outer = s.future
-            }
+            let outer = chainBuiltOutwards(onto: root.future, levels: 1_000) { _, _, set in #expect(set) }
             #expect(Future<Int>._aliveOnThisThread - before == 3)
             #expect(outer.state == .flattening && root.future.state == .pending)
             let seen = Log<Int>()
@@ -90,15 +85,10 @@ import TestSupport
     /// The same chain whose first source dies unset: every level that is
     /// left becomes immortal with it.
     @Test func aChainBuiltOutwardsBecomesImmortalWithItsUnsetRoot() {
-        var outer: Future<Int>
+        let outer: Future<Int>
         do {
             let root = FutureSource<Int>()
-            outer = root.future
-            for _ in 0..<100 {
-                let s = FutureSource<Int>()
-                s.trySetResult(outer)
-                outer = s.future
-            }
+            outer = chainBuiltOutwards(onto: root.future, levels: 100)
             #expect(outer.state == .flattening)
         }
         #expect(outer.state == .immortal)
