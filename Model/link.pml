@@ -19,13 +19,11 @@
  *                CLAIMED and the walk's end is AWAITING (a root): our claim
  *                FLATTENING -> pointer | TAKEN to the end, our token CAS
  *                0 -> LINKED; else (or when that token CAS fails) a
- *                forwarder on the walk's end. The end may also be UNSET:
- *                then (_isRoot(_:making:)) a CAS makes it ROOT first, so
- *                that its first claimer takes it to ROOT_CLAIMED and it
- *                never links its own token; only while nothing is
- *                registered on us (our token can then be linked).
- *   try_set      Future._trySet: claim (UNSET -> CLAIMED, ROOT -> ROOT_CLAIMED),
- *                or _takeClaimOtherwise and complete the root.
+ *                forwarder on the walk's end. The end may also be UNSET
+ *                (_isRoot): a node is on its token then, so it never
+ *                links its own token nor is linked.
+ *   try_set      Future._trySet: claim (UNSET -> CLAIMED), or
+ *                _takeClaimOtherwise and complete the root.
  *   immortalize  Future._tryImmortalize: the same, settling immortal.
  *   register     a handler registered on a future: _NodeRef._enter pushes on its
  *                own token and, when the CAS meets a link (CF_REG_LINKED),
@@ -79,11 +77,10 @@
  *       futures, X's consumer registered on X: T0 sets Y
  *       to X, drops X and Y, then, a holder Z was handed to, registers a
  *       handler on Z or not, and drops Z (the handler may come between
- *       Z's set making Y ROOT and its token link, which then fails and a
- *       forwarder on the root completes Z); T1 sets Z to Y, drops Y and Z; T2, X's
+ *       Z's walk and its token link, which then fails and a forwarder on
+ *       the root completes Z); T1 sets Z to Y, drops Y and Z; T2, X's
  *       source, sets X to 1 or makes it immortal (its deinit), then drops
- *       X. An UNSET end is made ROOT and linked into; Y and Z, resolved,
- *       end as X does.
+ *       X. An UNSET end is linked into; Y and Z, resolved, end as X does.
  * Producers. Every future may be linked (set as another's outcome while
  * unset with nothing registered on it): its producer, a source or a step
  * (or a combinator), completes it or makes it immortal through its claim,
@@ -126,9 +123,6 @@
  *   UP_UNTAKEN   _linkInto leaves the claim it names untaken
  *   UP_ANY_END   _linkInto links into any end, not only an AWAITING one
  *   UP_NOT_FRESH _linkInto also from a future that was AWAITING when set
- *   ROOT_UNCLAIMED _takeClaim does not claim a ROOT
- *   ROOT_CLAIMED _takeClaim takes a ROOT to CLAIMED, not ROOT_CLAIMED
- *   ROOT_NO_MARK _linkInto into an UNSET end without making it ROOT
  */
 
 #define X 0
@@ -148,8 +142,6 @@
 #define F_AWAITING   3   /* CF_F_AWAITING */
 #define F_LINK       4   /* a pointer to lroot[f] (>= CF_F_LINK_MIN) */
 #define F_LINK_TAKEN 5   /* the same | CF_F_TAKEN */
-#define F_ROOT       6   /* CF_F_ROOT */
-#define F_ROOT_CLAIMED 7 /* CF_F_ROOT_CLAIMED */
 
 #define PENDING      0
 #define W_CANCELLED  2   /* CF_W_CANCELLED */
@@ -180,7 +172,6 @@ bit rooted[NF];      /* ghost: a token was linked into its token (R-5) */
 bit hreg, hran, hdisc, cran, cdisc;
 byte outcome;        /* ghost: the last producer set 1 (1), made it immortal (2), nothing (0) */
 byte nlink;          /* ghost: links done (L4, L6: tokens linked by _linkInto) */
-byte nroot;          /* ghost: UNSET ends made roots */
 bit reroot;          /* ghost: a future others were linked into was set to a chain ending at another root */
 byte ndone;
 
@@ -292,20 +283,9 @@ inline take_through(f, t) {
   fi
 }
 
-/* Future._takeClaim's own claim of f: UNSET -> CLAIMED, or, for a root
-   others are linked into, ROOT -> ROOT_CLAIMED (it never links its own
-   token) */
+/* Future._takeClaim's own claim of f: UNSET -> CLAIMED */
 inline claim_own(f) {
-  d_step { won = (claim[f] == F_UNSET); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi };  /* future_claim */
-  if
-  :: !won ->
-#if defined(MUT_ROOT_UNCLAIMED)
-     skip                                                  /* MUTANT root-unclaimed: a root cannot be claimed */
-#else
-     d_step { won = (claim[f] == F_ROOT); if :: won -> claim[f] = F_ROOT_CLAIMED :: else -> skip fi }  /* future_claim: a root */
-#endif
-  :: else -> skip
-  fi
+  d_step { won = (claim[f] == F_UNSET); if :: won -> claim[f] = F_CLAIMED :: else -> skip fi }  /* future_claim */
 }
 
 /* Future._trySet(v) */
@@ -324,7 +304,7 @@ inline immortalize(f) {
   d_step { c = claim[f] };                                 /* future_load */
   won = 0;
   if
-  :: c == F_UNSET || c == F_ROOT -> claim_own(f)
+  :: c == F_UNSET -> claim_own(f)
   :: else -> skip
   fi;
   if
@@ -374,7 +354,7 @@ inline link(other) {
   d_step { pre = (claim[other] == F_UNSET) };              /* future_load: not linkable once claimed */
   if
   :: pre ->
-  d_step { if :: claim[me] == F_CLAIMED || claim[me] == F_ROOT_CLAIMED -> claim[me] = F_AWAITING :: else -> skip fi };  /* future_claim (ours) */
+  d_step { if :: claim[me] == F_CLAIMED -> claim[me] = F_AWAITING :: else -> skip fi };  /* future_claim (ours) */
 #if defined(MUT_TOKEN_FIRST)
   d_step { tok_ok = (word[other] == PENDING && hl[other] == 0); if :: tok_ok -> word[other] = W_LINKED; lroot[other] = me :: else -> skip fi };  /* MUTANT token-first */
 #endif
@@ -410,26 +390,16 @@ inline link(other) {
   tok_ok = 0; pre = 0
 }
 
-/* _setClaimed's _isRoot(e0, making: our token word is empty): e0's claim,
-   made ROOT when it is UNSET and nothing is registered on me (a CAS, then
-   the word loaded again); then, when e0 is a root (AWAITING, ROOT or
-   ROOT_CLAIMED),
-   Future._linkInto(e0) by me (FLATTENING, was CLAIMED): linked = whether
+/* _setClaimed's _isRoot(e0): e0's claim; when it is a root (AWAITING or
+   UNSET), Future._linkInto(e0) by me (FLATTENING, was CLAIMED): linked = whether
    our token was linked; when not, the caller registers the forwarder */
 inline link_into(e0) {
   linked = 0;
-  d_step { mk = (word[me] == PENDING && hl[me] == 0) };    /* token_load: our word */
   d_step { c = claim[e0] };                                /* future_load */
-  if
-  :: c == F_UNSET && mk ->
-     d_step { if :: claim[e0] == F_UNSET -> claim[e0] = F_ROOT; nroot++ :: else -> skip fi };   /* future_claim */
-     d_step { c = claim[e0] }                              /* future_load */
-  :: else -> skip
-  fi;
 #if defined(MUT_UP_ANY_END)
   if :: c != F_LINK && c != F_LINK_TAKEN ->                /* MUTANT up-any-end */
 #else
-  if :: c == F_AWAITING || c == F_ROOT || c == F_ROOT_CLAIMED ->
+  if :: c == F_AWAITING || c == F_UNSET ->
 #endif
      d_step {                                              /* future_claim: FLATTENING -> pointer | TAKEN */
        assert(claim[me] == F_FLATTENING);
@@ -484,7 +454,7 @@ inline set_future(f, other) {
            :: s0 == NONE -> cw = W_IMMORTAL; cascade(me)
            :: else ->
               d_step {                                     /* _publishTarget; future_claim -> FLATTENING */
-                assert(claim[me] == F_CLAIMED || claim[me] == F_AWAITING || claim[me] == F_ROOT_CLAIMED);
+                assert(claim[me] == F_CLAIMED || claim[me] == F_AWAITING);
 #if defined(MUT_UP_NOT_FRESH)
                 fresh = 1;                                 /* MUTANT up-not-fresh */
 #else
@@ -532,7 +502,7 @@ inline drop(f) {
 
 proctype Thread(byte tid) {
   byte todo, first, g, pend, cw, cv, c, t, tg, w, wh, me, s0, e0, e, wn;
-  bit won, linked, tok_ok, last, pre, fresh, mk;
+  bit won, linked, tok_ok, last, pre, fresh;
   byte rdone;
 #if defined(CFG_L1)
   if

@@ -93,7 +93,6 @@ MUTANTS=(
   "up-untaken|-DCFG_L4|-DMUT_UP_UNTAKEN|_linkInto leaves the claim it names untaken|link.pml"
   "up-any-end|-DCFG_L5|-DMUT_UP_ANY_END|_linkInto links into any end of a walk, not only a root|link.pml"
   "up-not-fresh|-DCFG_L5|-DMUT_UP_NOT_FRESH|_linkInto also from a future others were linked into|link.pml"
-  "root-unclaimed|-DCFG_L6|-DMUT_ROOT_UNCLAIMED|_takeClaim does not claim a ROOT|link.pml"
   "check-early|-DCFG_W2S|-DMUT_CHECK_EARLY|the driver looks at the inbox before publishing its sleep tick|wheel.pml"
   "tick-nofence|-DCFG_W2S|-DMUT_TICK_NOFENCE|no full fence between publishing the sleep tick and the re-check (store buffering)|wheel.pml"
   "tick-nofence-sweep|-DCFG_W2|-DMUT_TICK_NOFENCE|the same fence, on the count's side (the mark stored, cancels loaded)|wheel.pml"

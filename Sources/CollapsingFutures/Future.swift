@@ -372,9 +372,8 @@ extension Future {
     }
 
     /// Takes the right to complete this future: its own claim (UNSET ->
-    /// CLAIMED; ROOT -> ROOT_CLAIMED for a root others are linked into,
-    /// which so never links its own token), or, when it is linked (`_link`) and
-    /// nobody took its claim through yet, its root's (`_takeClaimOtherwise`).
+    /// CLAIMED), or, when it is linked (`_link`) and nobody took its claim
+    /// through yet, its root's (`_takeClaimOtherwise`).
     /// Returns the future the caller now completes, this one or that root
     /// (unretained: the caller holds this one, and this one's claim word
     /// the root); nil if someone else holds the claim. Every completer
@@ -386,24 +385,20 @@ extension Future {
     }
 
     /// `_takeClaim` once the claim was not UNSET, from one load of the word:
-    /// a root's own claim (a ROOT is never linked, so a lost CAS means
-    /// another claimer won), or, for a future linked into a root whose claim
-    /// nobody took through yet, that root's: the CAS sets CF_F_TAKEN (full:
+    /// for a future linked into a root whose claim nobody took through
+    /// yet, that root's: the CAS sets CF_F_TAKEN (full:
     /// it acquires the AWAITING word the link published). The root stays
     /// referenced by our claim word until we are freed, which the caller's
     /// reference to us prevents meanwhile. Out of line: the rare path.
     @usableFromInline func _takeClaimOtherwise() -> Unmanaged<Future>? {
         let c = cf_future_claim_load(_fptr)
-        if c == UInt(CF_F_ROOT) {
-            return cf_future_claim(_fptr, c, UInt(CF_F_ROOT_CLAIMED)) != 0 ? .passUnretained(self) : nil
-        }
         guard c >= UInt(CF_F_LINK_MIN), c & UInt(CF_F_TAKEN) == 0,
               cf_future_claim(_fptr, c, c | UInt(CF_F_TAKEN)) != 0 else { return nil }
         return .fromOpaque(UnsafeRawPointer(bitPattern: c)!)
     }
 
     /// Only the claim holder (or the flattening forwarder) calls this. Its
-    /// own token: a future whose claim is held, or a root, is never linked.
+    /// own token: a future whose claim is held is never linked.
     @inlinable func _complete(_ r: Result<Value, any Error>) {
         cf_token_settle(_ownTptr, _store(r))
     }
@@ -417,11 +412,11 @@ extension Future {
     /// claim is still to take.
     @inlinable @discardableResult
     func _tryImmortalize() -> Bool {
-        // The claim word never returns to UNSET, and only a root or a link
-        // is claimed otherwise: a source dying after it set its future (the
-        // common case) pays this load, not a failing CAS.
+        // The claim word never returns to UNSET, and only a link is claimed
+        // otherwise: a source dying after it set its future (the common
+        // case) pays this load, not a failing CAS.
         let c = cf_future_claim_load(_fptr)
-        guard c == UInt(CF_F_UNSET) || c == UInt(CF_F_ROOT) || c >= UInt(CF_F_LINK_MIN),
+        guard c == UInt(CF_F_UNSET) || c >= UInt(CF_F_LINK_MIN),
               let f = _takeClaim() else { return false }
         return f._withUnsafeGuaranteedRef { $0._immortalizeClaimed() }
     }
@@ -465,17 +460,14 @@ extension Future {
         // Publish-then-walk: full CAS, so of two threads closing a cycle at
         // once at least the later one sees the other's link in its walk
         // (store-buffering: the walk's loads must not pass this store).
-        // From CLAIMED, ROOT_CLAIMED or AWAITING: only the claim holder (us)
-        // writes the word now, so the value loaded is the one to replace.
+        // From CLAIMED or AWAITING: only the claim holder (us) writes the
+        // word now, so the value loaded is the one to replace.
         let claimed = cf_future_claim_load(_fptr)
         cf_future_claim(_fptr, claimed, UInt(CF_F_FLATTENING))
         let (end, after) = _walk(from: start)
         guard let end else { _ = _immortalizeClaimed(); return before + after }
         // CLAIMED: nothing is linked into us (AWAITING: something may be).
-        // `end` a root, or made one while nothing is registered on us (our
-        // token can then be linked): we link into it.
-        if claimed == UInt(CF_F_CLAIMED) && Self._isRoot(end, making: cf_token_load(_ownTptr) == 0)
-            && _linkInto(end) { return before + after }
+        if claimed == UInt(CF_F_CLAIMED) && Self._isRoot(end) && _linkInto(end) { return before + after }
         _FlattenNode(output: self, target: end)._register(on: end, inline: true)
         return before + after
     }
@@ -503,14 +495,14 @@ extension Future {
     /// completes `other` with our outcome. The claim word's pointer is an
     /// edge to us for cycle walkers either way (`_walk`).
     @usableFromInline func _link(_ other: Future) -> Bool {
-        // Claimed already (a root, or someone's claim holder): not linkable,
-        // and we stay CLAIMED, which lets us link into it instead
-        // (`_linkInto`). A claim taken after this load fails the CAS below.
+        // Claimed already: not linkable, and we stay CLAIMED, which lets us
+        // link into it instead (`_linkInto`). A claim taken after this load
+        // fails the CAS below.
         guard cf_future_claim_load(other._fptr) == UInt(CF_F_UNSET) else { return false }
         // Reported flattening from now on. We hold our claim, so nobody else
         // writes the word; full CAS, published by the link below.
         let mine = cf_future_claim_load(_fptr)
-        if mine == UInt(CF_F_CLAIMED) || mine == UInt(CF_F_ROOT_CLAIMED) {
+        if mine == UInt(CF_F_CLAIMED) {
             cf_future_claim(_fptr, mine, UInt(CF_F_AWAITING))
         }
         // The claim word holds a reference to us until `other` is freed.
@@ -527,27 +519,23 @@ extension Future {
     }
 
     /// Whether `end`, the end of a chain, is a root others may link into:
-    /// AWAITING, ROOT or ROOT_CLAIMED, or, with `making`, UNSET and made
-    /// ROOT here (its first claimer then takes it to ROOT_CLAIMED:
-    /// `_takeClaim`). Full CAS, as every claim CAS; the load after it says
-    /// who won (a claimer, or `_link`, may have come first). An UNSET end
+    /// AWAITING (others are linked into it), or UNSET. A CLAIMED end is not:
+    /// its claimer may still link its own token (`_linkInto`). An UNSET end
     /// has a node on its token (a handler, or the forwarder of the future
     /// before it: one with nothing registered would have been linked,
-    /// `_link`), so a future made ROOT never links its own token.
+    /// `_link`), and a token's word never returns to 0, so it can neither
+    /// be linked nor link its own token, both of which need the empty word:
+    /// whoever claims it later stays a root.
     @inlinable @inline(__always)
-    static func _isRoot(_ end: Future, making: Bool) -> Bool {
-        var c = cf_future_claim_load(end._fptr)
-        if making && c == UInt(CF_F_UNSET) {
-            cf_future_claim(end._fptr, UInt(CF_F_UNSET), UInt(CF_F_ROOT))
-            c = cf_future_claim_load(end._fptr)
-        }
-        return c == UInt(CF_F_AWAITING) || c == UInt(CF_F_ROOT) || c == UInt(CF_F_ROOT_CLAIMED)
+    static func _isRoot(_ end: Future) -> Bool {
+        let c = cf_future_claim_load(end._fptr)
+        return c == UInt(CF_F_AWAITING) || c == UInt(CF_F_UNSET)
     }
 
     /// Links us into `end`, the end of our chain, instead of registering a
-    /// forwarder on it, when `end` is a root (AWAITING, ROOT or
-    /// ROOT_CLAIMED: others may be linked into it, and a future that is not
-    /// CLAIMED when it is set never links itself): our claim word names `end` with a reference to
+    /// forwarder on it, when `end` is a root (AWAITING or UNSET: others may
+    /// be linked into it, and a future that is not CLAIMED when it is set
+    /// never links itself): our claim word names `end` with a reference to
     /// it, taken (CF_F_TAKEN: nobody completes us but `end`), and our token
     /// is linked into its token, so we keep nothing of ours on `end` and are
     /// freed as soon as our holders are done with us; `end` is kept until
@@ -566,14 +554,14 @@ extension Future {
     /// complete or die, settle it.)
     ///
     /// That also keeps a chain built outwards flat: each future set to the
-    /// previous one links into the first, still unset (made ROOT), and the
+    /// previous one links into the first, still unset, and the
     /// futures between are freed with their sources.
     ///
     /// The caller has seen `end` a root (`_isRoot`). Returns whether our token is
     /// linked; if not (a handler was registered on us meanwhile), the
-    /// caller registers the forwarder, which completes us. `end` can never
-    /// be linked itself: only an UNSET claim links (`_link`), and a root
-    /// never links (see above), so a token is one step from its root, as
+    /// caller registers the forwarder, which completes us. `end`'s token is
+    /// never linked (an AWAITING claim is not UNSET, and an UNSET end's word
+    /// is not empty: `_isRoot`), so a token is one step from its root, as
     /// `cf_token_resolve` needs.
     @usableFromInline func _linkInto(_ end: Future) -> Bool {
         // Our claim word, which only we write, so the CAS cannot fail:

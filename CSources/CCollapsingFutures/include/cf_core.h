@@ -171,16 +171,10 @@ enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3,
 ///                    one into it: whoever completes the linked future
 ///                    completes this one. Reported as flattening; for cycle
 ///                    walkers it is the end of a chain, like CLAIMED.
-///   CF_F_ROOT        not set yet, and other futures are linked into it
-///                    (Future._linkInto, when the end of their chain was
-///                    UNSET): its first claimer takes it to ROOT_CLAIMED.
-///   CF_F_ROOT_CLAIMED  CLAIMED, for a root: it never links its own token
-///                    (set to a future it links that one or flattens). Both
-///                    reported pending; for cycle walkers the end of a chain.
 ///   root (>= CF_F_LINK_MIN, 16-byte aligned, retained until the future is
 ///        freed) [| CF_F_TAKEN]
-///                    a future linked into the AWAITING (or CLAIMED) future
-///                    at `root`, whose claim it holds: its completer sets
+///                    a future linked into the future at `root` (AWAITING,
+///                    CLAIMED or UNSET), whose claim it holds: its completer sets
 ///                    CF_F_TAKEN and completes `root` instead; if it dies
 ///                    with the claim not taken, `root` becomes immortal.
 ///                    For cycle walkers an edge to `root`. Its token is
@@ -190,15 +184,14 @@ enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3,
 ///                    no future per level (Future._link in the Swift layer).
 ///                    Also written, with CF_F_TAKEN, by a future's own claim
 ///                    holder in place of FLATTENING, when the end of the
-///                    chain it was set to is a root (AWAITING, ROOT,
-///                    ROOT_CLAIMED), or UNSET and made ROOT by a CAS
-///                    (Future._linkInto): its
+///                    chain it was set to is AWAITING, or UNSET with a
+///                    node on its token (Future._linkInto): its
 ///                    outcome is `root`'s, and its token is linked the same
 ///                    way. A future with a token linked into it never links
 ///                    its own, so a token is one step from its root.
 /// The word never returns to UNSET.
 enum { CF_F_UNSET = 0, CF_F_CLAIMED = 1, CF_F_FLATTENING = 2, CF_F_AWAITING = 3,
-       CF_F_ROOT = 4, CF_F_ROOT_CLAIMED = 5, CF_F_LINK_MIN = 16, CF_F_TAKEN = 1 };
+       CF_F_LINK_MIN = 16, CF_F_TAKEN = 1 };
 
 /// cf_token_register results.
 enum { CF_REG_ADDED = 0, CF_REG_CANCELLED = 1, CF_REG_IMMORTAL = 2, CF_REG_LINKED = 3 };
