@@ -134,7 +134,13 @@ extension _NodeRef {
             _handle(.removed(byUnless: true))
             return Int32(CF_REG_IMMORTAL)
         }
-        if mainActor { policy.pointee = .mainActor } else if !inline { _setThreading(queue) }
+        // The threading contract, which `_RunPolicy.hop` reads.
+        switch (mainActor, inline, queue) {
+        case (true, _, _): policy.pointee = .mainActor
+        case (false, false, let q?) where q !== DispatchQueue.completingThread: policy.pointee = .queue(q)
+        case (false, false, nil) where _isOnMain(): policy.pointee = .mainQueueUnlessThere
+        default: break   // inline (the library's bookkeeping keeps its policy), or the completing thread
+        }
         // Its own word, and the root's only when that one is linked: the
         // common path loads once. A link made after this load is met by
         // the push.

@@ -16,6 +16,6 @@ final class _AllNode: _Node, @unchecked Sendable {
         let s = storage.take()
         if remaining.tick() { s?.settle(_wCancelled) }
     }
-    override func _discard() { storage.take()?.settle(_wImmortal) }
+    override func _discard(unless _: AnyObject?) { storage.take()?.settle(_wImmortal) }
     override func _removed(byUnless: Bool) { storage = nil }
 }

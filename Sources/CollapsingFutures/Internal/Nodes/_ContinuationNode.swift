@@ -37,13 +37,11 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
         b?()
     }
 
-    @usableFromInline override func _discard() { _discarded(unless: nil) }
-
     /// The source became immortal: the body never runs, and is released
     /// now. The output fails with `CancellationError` if the `unless` token
     /// is cancelled later (it was cancelled first), and becomes immortal if
     /// it cannot be.
-    @usableFromInline override func _discarded(unless unlessOwner: AnyObject?) {
+    @usableFromInline override func _discard(unless unlessOwner: AnyObject?) {
         let o = output, live = body != nil
         body = nil; output = nil
         if let o, live { _failOnUnless(o, unlessOwner) }

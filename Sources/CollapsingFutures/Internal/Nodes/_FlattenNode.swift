@@ -21,7 +21,7 @@ final class _FlattenNode<Value: Sendable>: _Node, @unchecked Sendable {
         o?._complete(copying: t!)
     }
 
-    @usableFromInline override func _discard() {
+    @usableFromInline override func _discard(unless _: AnyObject?) {
         let o = output
         output = nil; target = nil
         _ = o?._immortalizeClaimed()

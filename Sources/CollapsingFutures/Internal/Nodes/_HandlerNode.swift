@@ -17,7 +17,7 @@ final class _HandlerNode: _Node, @unchecked Sendable {
     }
 
     @usableFromInline override func _run() { handler.take()?() }
-    @usableFromInline override func _discard() { handler = nil }
+    @usableFromInline override func _discard(unless _: AnyObject?) { handler = nil }
     @usableFromInline override func _removed(byUnless: Bool) { handler = nil }
     /// `handler` is nil: running, discarding and removing each drop it.
     @usableFromInline override func _keep() -> Bool { _keepCleared() }

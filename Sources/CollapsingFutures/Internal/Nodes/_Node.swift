@@ -69,12 +69,10 @@ class _Node: @unchecked Sendable {
     // gone.
     /// Run the handler (already on the right thread).
     @usableFromInline func _run() {}
-    /// Its token became immortal: drop the handler unrun.
-    @usableFromInline func _discard() {}
-    /// `_discard`, with `unless` the owner of the `unless:` token this node
-    /// was registered with, for nodes whose output that token can still
-    /// fail. Default: `_discard()`.
-    @usableFromInline func _discarded(unless: AnyObject?) { _discard() }
+    /// Its token became immortal: drop the handler unrun. `unless` is the
+    /// owner of the `unless:` token this node was registered with, which
+    /// can still fail a continuation's output.
+    @usableFromInline func _discard(unless: AnyObject?) {}
     /// Removed before it ran: by its registration, or, `byUnless`, by its
     /// `unless:` token, when it fired first or before a hop arrived.
     @usableFromInline func _removed(byUnless: Bool) {}
@@ -114,7 +112,7 @@ class _Node: @unchecked Sendable {
     final func _perform(_ action: _NodeAction) {
         switch action {
         case .run: _run()
-        case .discard(let unlessOwner): _discarded(unless: unlessOwner)
+        case .discard(let unlessOwner): _discard(unless: unlessOwner)
         case .remove(let byUnless): _removed(byUnless: byUnless)
         }
     }

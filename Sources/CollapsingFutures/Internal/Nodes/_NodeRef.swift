@@ -177,19 +177,6 @@ struct _NodeRef: @unchecked Sendable {
         }
         if case .queue(let q) = hop { _hop(to: q, run) } else { Task { @MainActor in run() } }
     }
-
-    /// Records the threading contract (which `_RunPolicy.hop` reads)
-    /// on a node that has none yet (the library's bookkeeping never gets
-    /// one: its `.inlineWhenSettled` must stay).
-    @inline(__always)
-    func _setThreading(_ queue: DispatchQueue?) {
-        assert({ if case .inline = policy.pointee { true } else { false } }(), "a node's threading is recorded once")
-        if let queue {
-            if queue !== DispatchQueue.completingThread { policy.pointee = .queue(queue) }
-        } else if _isOnMain() {
-            policy.pointee = .mainQueueUnlessThere
-        }
-    }
 }
 
 /// The C callback of every node (`CF_NODE_EVENT` in cf_core.h): performs

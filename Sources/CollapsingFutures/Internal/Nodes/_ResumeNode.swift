@@ -30,7 +30,7 @@ final class _ResumeNode<T: Sendable>: _Node, @unchecked Sendable {
         continuation.take()?.resume(with: r)
     }
     override func _run() { resume(onRun()) }
-    override func _discard() { resume(.failure(onDiscard)) }
+    override func _discard(unless _: AnyObject?) { resume(.failure(onDiscard)) }
     override func _removed(byUnless: Bool) { resume(onRemove) }
 
     /// Registers on `owner`'s token and suspends until it settles or the

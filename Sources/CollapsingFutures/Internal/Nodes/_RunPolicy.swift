@@ -1,7 +1,7 @@
 import Dispatch
 
 /// When and where a node's action runs: the threading contract it was
-/// registered under (`_NodeRef._setThreading`), and, for the library's
+/// registered under (`_NodeRef._enter`), and, for the library's
 /// bookkeeping, whether its token becoming immortal runs it too. A node
 /// registered with an `unless:` token keeps its link here instead, and the
 /// link keeps the contract (`_UnlessNode.targetPolicy`).

@@ -43,11 +43,9 @@ final class _SinkNode<A: Sendable>: _Node, @unchecked Sendable {
         if let (s, i, f) = _takeAll() { s(i, f) }
     }
 
-    @usableFromInline override func _discard() { _ = _takeAll() }
+    @usableFromInline override func _discard(unless _: AnyObject?) { _ = _takeAll() }
 
-    @usableFromInline override func _removed(byUnless: Bool) {
-        _ = _takeAll()
-    }
+    @usableFromInline override func _removed(byUnless: Bool) { _ = _takeAll() }
 
     /// Its fields are nil: running, discarding and removing each take them.
     @usableFromInline override func _keep() -> Bool { _keepCleared() }

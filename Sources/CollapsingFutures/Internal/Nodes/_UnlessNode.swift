@@ -45,7 +45,7 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     }
 
     override func _run() { _releaseTarget(removing: true, byUnless: true) }
-    override func _discard() { _releaseTarget(removing: removeOnDiscard, byUnless: false) }
+    override func _discard(unless _: AnyObject?) { _releaseTarget(removing: removeOnDiscard, byUnless: false) }
     override func _removed(byUnless: Bool) { _releaseTarget(removing: false, byUnless: false) }
 
     /// Lets the target go, first removing it (`byUnless`: this link
