@@ -162,7 +162,7 @@ extension Future {
     /// holder's store and `deinit`. A modifying access, so never for reads:
     /// any number of threads may read a completed future at once. Raw, not
     /// an `UnsafeMutablePointer<Value>`: in unspecialized code (`deinit`,
-    /// `_store(copying:)`) returning that type looks up its metadata on
+    /// `_complete(copying:)`) returning that type looks up its metadata on
     /// every call.
     @inlinable var _wordsAddress: UnsafeMutableRawPointer {
         withUnsafeMutablePointer(to: &_words) { UnsafeMutableRawPointer($0) }
@@ -202,14 +202,15 @@ extension Future {
         }
     }
 
-    /// Copies `other`'s outcome (it has completed) without building a
-    /// `Result`, and returns the terminal word to settle with: called from
-    /// `_FlattenNode`, whose methods are not specialized.
-    @usableFromInline func _store(copying other: Future) -> UInt {
-        if other._isLinked { return _store(copying: other._linkedRoot) }
+    /// `_complete` with `other`'s outcome (it has completed), copied without
+    /// building a `Result`: called from `_FlattenNode`, whose methods are
+    /// not specialized.
+    @usableFromInline func _complete(copying other: Future) {
+        if other._isLinked { return _complete(copying: other._linkedRoot) }
         if _isFailure(cf_token_load(other._ownTptr)) {
             _wordsAddress.initializeMemory(as: (any Error).self, to: other._storedError)
-            return _wFailure
+            cf_token_settle(_ownTptr, _wFailure)
+            return
         }
         if Self._inline {
             // A trivial value is its bits: copied as they are, without the
@@ -223,7 +224,7 @@ extension Future {
         } else {
             _words.0 = UInt(bitPattern: other._box.retain().toOpaque())
         }
-        return _wCancelled
+        cf_token_settle(_ownTptr, _wCancelled)
     }
 
     /// The stored failure. Only after seeing the future failed.
@@ -401,11 +402,6 @@ extension Future {
     /// own token: a future whose claim is held is never linked.
     @inlinable func _complete(_ r: Result<Value, any Error>) {
         cf_token_settle(_ownTptr, _store(r))
-    }
-
-    /// `_complete` with a completed future's outcome (the flatten forwarder).
-    @usableFromInline func _complete(copying other: Future) {
-        cf_token_settle(_ownTptr, _store(copying: other))
     }
 
     /// Makes this future (or the root it is linked into) immortal, if the
