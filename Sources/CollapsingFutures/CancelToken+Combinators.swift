@@ -15,16 +15,8 @@ extension CancelToken {
 
     /// Array form of `any(_:)`.
     public static func any(_ tokens: [CancelToken]) -> CancelToken {
-        var live: [CancelToken] = [], seen = Set<CancelToken>()
-        for t in tokens {
-            switch t.state {
-            case .cancelled: return .cancelled
-            case .immortal: continue
-            case .stillCancellable: if seen.insert(t).inserted { live.append(t) }
-            }
-        }
-        if live.isEmpty { return .immortal }
-        if live.count == 1 { return live[0] }
+        guard let live = _stillCancellable(tokens, unlessOne: .cancelled) else { return .cancelled }
+        if live.count <= 1 { return live.first ?? .immortal }
         // The handlers hold the source: when every input became immortal
         // (all handlers discarded) the source dies and the result is immortal.
         let source = CancelTokenSource()
@@ -41,16 +33,8 @@ extension CancelToken {
 
     /// Array form of `all(_:)`.
     public static func all(_ tokens: [CancelToken]) -> CancelToken {
-        var live: [CancelToken] = [], seen = Set<CancelToken>()
-        for t in tokens {
-            switch t.state {
-            case .cancelled: continue
-            case .immortal: return .immortal
-            case .stillCancellable: if seen.insert(t).inserted { live.append(t) }
-            }
-        }
-        if live.isEmpty { return .cancelled }
-        if live.count == 1 { return live[0] }
+        guard let live = _stillCancellable(tokens, unlessOne: .immortal) else { return .immortal }
+        if live.count <= 1 { return live.first ?? .cancelled }
         let storage = _TokenStorage(terminal: 0)
         let result = CancelToken(_owner: storage)
         let remaining = _Countdown(live.count)
@@ -59,5 +43,17 @@ extension CancelToken {
                                                              removeOnUnlessImmortal: true)
         }
         return result
+    }
+
+    /// The distinct tokens of `tokens` that can still be cancelled, or nil
+    /// when one of them is `decisive` (which decides the combined token).
+    static func _stillCancellable(_ tokens: [CancelToken], unlessOne decisive: CancelTokenState) -> [CancelToken]? {
+        var live: [CancelToken] = [], seen = Set<CancelToken>()
+        for t in tokens {
+            let state = t.state
+            if state == decisive { return nil }
+            if state == .stillCancellable, seen.insert(t).inserted { live.append(t) }
+        }
+        return live
     }
 }

@@ -22,18 +22,13 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     /// A source whose future is pending until set, and immortal if this
     /// source dies first. (`fileID`/`line` are recorded in debug builds only,
     /// to say where an immortal future's source was created.)
-    @inlinable public init(fileID: StaticString = #fileID, line: UInt = #line) {
-        future = Future()
-        #if DEBUG
-        _fileID = fileID
-        _line = line
-        #endif
+    @inlinable public convenience init(fileID: StaticString = #fileID, line: UInt = #line) {
+        self.init(_completing: Future(), fileID: fileID, line: line)
     }
 
-    /// For `Future.init(fileID:line:_completedBy:)` only: the source of
-    /// `future`, which it has just made (pending, no other source).
-    fileprivate init(_completing future: Future<Value>, fileID: StaticString, line: UInt) {
-        assert(future.state == .pending, "a source adopts only a new pending future")
+    /// The source of `future`, which the caller has just made (pending, no
+    /// other source).
+    @inlinable init(_completing future: Future<Value>, fileID: StaticString, line: UInt) {
         self.future = future
         #if DEBUG
         _fileID = fileID
@@ -44,13 +39,9 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     /// The future fails with `CancellationError` if `token` is cancelled
     /// before it is set. The registration on `token` is removed as soon as the
     /// future completes or becomes immortal.
-    public init(until token: CancelToken, fileID: StaticString = #fileID, line: UInt = #line) {
-        let f = Future<Value>()
-        future = f
-        #if DEBUG
-        _fileID = fileID
-        _line = line
-        #endif
+    public convenience init(until token: CancelToken, fileID: StaticString = #fileID, line: UInt = #line) {
+        self.init(fileID: fileID, line: line)
+        let f = future
         token._whenCancelledInline(unless: f.completionToken, removeOnUnlessImmortal: true) {
             f._trySet(.failure(CancellationError()))
         }
@@ -101,28 +92,24 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     @inlinable @discardableResult public func trySet(_ result: Result<Value, any Error>) -> Bool { future._trySet(result) }
 
     /// Succeeds with `value`. Precondition: not yet set.
-    public func forceSetResult(_ value: Value) {
-        if !trySetResult(value) { fatalError("FutureSource.forceSetResult(_:) on a future that was already set: \(future)") }
-    }
+    public func forceSetResult(_ value: Value) { _force(trySetResult(value), "forceSetResult(_:)") }
 
     /// Collapses into `future`. Precondition: not yet set.
-    public func forceSetResult(_ future: Future<Value>) {
-        if !trySetResult(future) { fatalError("FutureSource.forceSetResult(_:) on a future that was already set: \(self.future)") }
-    }
+    public func forceSetResult(_ future: Future<Value>) { _force(trySetResult(future), "forceSetResult(_:)") }
 
     /// Fails with `error`. Precondition: not yet set.
-    public func forceSetFailure(_ error: any Error) {
-        if !trySetFailure(error) { fatalError("FutureSource.forceSetFailure(_:) on a future that was already set: \(future)") }
-    }
+    public func forceSetFailure(_ error: any Error) { _force(trySetFailure(error), "forceSetFailure(_:)") }
 
     /// Fails with `CancellationError`. Precondition: not yet set.
-    public func forceSetFailedWithCancel() {
-        if !trySetFailedWithCancel() { fatalError("FutureSource.forceSetFailedWithCancel() on a future that was already set: \(future)") }
-    }
+    public func forceSetFailedWithCancel() { _force(trySetFailedWithCancel(), "forceSetFailedWithCancel()") }
 
     /// Fails with `TimeoutError`. Precondition: not yet set.
-    public func forceSetFailedWithTimeout() {
-        if !trySetFailedWithTimeout() { fatalError("FutureSource.forceSetFailedWithTimeout() on a future that was already set: \(future)") }
+    public func forceSetFailedWithTimeout() { _force(trySetFailedWithTimeout(), "forceSetFailedWithTimeout()") }
+
+    /// Stops the program, in release builds too, when `set` says a
+    /// `forceSet*` found its future already set.
+    private func _force(_ set: Bool, _ function: String) {
+        if !set { fatalError("FutureSource.\(function) on a future that was already set: \(future)") }
     }
 }
 
