@@ -206,12 +206,14 @@ extension Future {
     /// `CancellationError`), as for a continuation of an immortal future.
     /// Registrations still waiting on the other inputs are removed as soon
     /// as the result settles or an input is immortal. O(n).
+    @inlinable
     public static func all(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Value]> {
         _all(Array(futures), unless: unless)._followingUnless(unless)
     }
 
     /// `all`'s gathered output, before `_followingUnless` (for the variadic
     /// `all`, which removes its own registrations when this settles).
+    @inlinable
     static func _all(_ inputs: [Future], unless: CancelToken) -> Future<[Value]> {
         _gather(inputs, unless: unless) { out in
             // An input that has already failed decides the result wherever
@@ -226,14 +228,8 @@ extension Future {
             var registrations: [CancelRegistration] = []
             registrations.reserveCapacity(inputs.count)
             for (i, f) in inputs.enumerated() {
-                // (Not `_value(passingFailureTo:)`: this body is not
-                // specialized, and that generic call looks up `out`'s
-                // metadata on every input.)
                 registrations.append(_ContinuationNode._make(output: out) {
-                    switch f._result {
-                    case .failure(let e): out._trySet(.failure(e))
-                    case .success(let v): if slots.fill(i, v) { out._trySet(.success(slots.values())) }
-                    }
+                    if let v = f._value(passingFailureTo: out), slots.fill(i, v) { out._trySet(.success(slots.values())) }
                 }._register(on: f, inline: true))
             }
             return registrations
@@ -244,6 +240,7 @@ extension Future {
     /// way); fails with `CancellationError` if `unless` is cancelled first.
     /// Immortal if an input is, once `unless` can no longer fail it (as
     /// `all`).
+    @inlinable
     public static func allSettled(_ futures: some Sequence<Future>, unless: CancelToken = .immortal) -> Future<[Future]> {
         _settled(Array(futures), unless: unless) { $0 }
     }
@@ -252,6 +249,7 @@ extension Future {
     /// way): `allSettled` with the outcomes read out. Fails with
     /// `CancellationError` if `unless` is cancelled first; immortal if an
     /// input is, once `unless` can no longer fail it (as `allSettled`).
+    @inlinable
     public static func allSettledResults(_ futures: some Sequence<Future>,
                                          unless: CancelToken = .immortal) -> Future<[Result<Value, any Error>]> {
         _settled(Array(futures), unless: unless) { $0.map(\._result) }
@@ -259,6 +257,7 @@ extension Future {
 
     /// What `allSettled` and `allSettledResults` share: `settled(inputs)`
     /// once the last input completes.
+    @inlinable
     static func _settled<E>(_ inputs: [Future], unless: CancelToken,
                             _ settled: @escaping @Sendable ([Future]) -> [E]) -> Future<[E]> {
         _gather(inputs, unless: unless) { out in
@@ -298,6 +297,7 @@ extension Future {
     /// go as soon as the output settles (`_removeOnSettle`), which an
     /// immortal input does at once (the caller returns it through
     /// `_followingUnless`).
+    @usableFromInline
     static func _gather<E>(_ inputs: [Future], unless: CancelToken,
                            _ register: (Future<[E]>) -> [CancelRegistration]) -> Future<[E]> {
         if inputs.isEmpty { return .succeeded([]) }
@@ -316,6 +316,7 @@ extension Future {
     /// cannot be.
     /// (Already completed — no input, or `unless` already cancelled — it is
     /// returned as it is.)
+    @usableFromInline
     func _followingUnless(_ unless: CancelToken) -> Future {
         unless._owner == nil || _word & _wCancelled != 0 ? self : self.unless(unless)
     }
