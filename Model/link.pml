@@ -16,12 +16,12 @@
  *                future; not tried when the other's claim is loaded
  *                taken); otherwise flatten: walk (following targets and
  *                links), FLATTENING, walk, then _linkInto when we were
- *                CLAIMED and the walk's end is AWAITING (a root): our claim
- *                FLATTENING -> pointer | TAKEN to the end, our token CAS
- *                0 -> LINKED; else (or when that token CAS fails) a
- *                forwarder on the walk's end. The end may also be UNSET
- *                (_isRoot): a node is on its token then, so it never
- *                links its own token nor is linked.
+ *                CLAIMED, our token word is empty and the walk's end is
+ *                AWAITING (a root): our claim FLATTENING -> pointer | TAKEN
+ *                to the end, our token CAS 0 -> LINKED; else (or when that
+ *                token CAS fails) a forwarder on the walk's end. The end
+ *                may also be UNSET (_isRoot): a node is on its token then,
+ *                so its token is never linked and never links itself.
  *   try_set      Future._trySet: claim (UNSET -> CLAIMED), or
  *                _takeClaimOtherwise and complete the root.
  *   immortalize  Future._tryImmortalize: the same, settling immortal.
@@ -121,7 +121,7 @@
  *   WALK_NO_LINK _walk stops at a linked future instead of following its link
  *   UP_NO_FALLBACK _linkInto registers no forwarder when the token CAS fails
  *   UP_UNTAKEN   _linkInto leaves the claim it names untaken
- *   UP_ANY_END   _linkInto links into any end, not only an AWAITING one
+ *   UP_ANY_END   _linkInto links into any end, not only an AWAITING or UNSET one
  *   UP_NOT_FRESH _linkInto also from a future that was AWAITING when set
  */
 
@@ -390,16 +390,19 @@ inline link(other) {
   tok_ok = 0; pre = 0
 }
 
-/* _setClaimed's _isRoot(e0): e0's claim; when it is a root (AWAITING or
-   UNSET), Future._linkInto(e0) by me (FLATTENING, was CLAIMED): linked = whether
-   our token was linked; when not, the caller registers the forwarder */
+/* By me (FLATTENING, was CLAIMED), in _setClaimed: our token word; when
+   it is empty (nothing registered on me, no token linked into mine),
+   _isRoot(e0): e0's claim; when it is a root (AWAITING or UNSET),
+   Future._linkInto(e0): linked = whether our token was linked; when not,
+   the caller registers the forwarder */
 inline link_into(e0) {
   linked = 0;
-  d_step { c = claim[e0] };                                /* future_load */
+  d_step { mk = (word[me] == PENDING && hl[me] == 0) };    /* token_load: our word */
+  if :: mk -> d_step { c = claim[e0] } :: else -> c = F_CLAIMED fi;   /* future_load */
 #if defined(MUT_UP_ANY_END)
-  if :: c != F_LINK && c != F_LINK_TAKEN ->                /* MUTANT up-any-end */
+  if :: mk && c != F_LINK && c != F_LINK_TAKEN ->          /* MUTANT up-any-end */
 #else
-  if :: c == F_AWAITING || c == F_UNSET ->
+  if :: mk && (c == F_AWAITING || c == F_UNSET) ->
 #endif
      d_step {                                              /* future_claim: FLATTENING -> pointer | TAKEN */
        assert(claim[me] == F_FLATTENING);
@@ -417,7 +420,8 @@ inline link_into(e0) {
 #endif
      tok_ok = 0
   :: else -> skip
-  fi
+  fi;
+  mk = 0
 }
 
 /* Future._setFuture(other) on f */
@@ -502,7 +506,7 @@ inline drop(f) {
 
 proctype Thread(byte tid) {
   byte todo, first, g, pend, cw, cv, c, t, tg, w, wh, me, s0, e0, e, wn;
-  bit won, linked, tok_ok, last, pre, fresh;
+  bit won, linked, tok_ok, last, pre, fresh, mk;
   byte rdone;
 #if defined(CFG_L1)
   if

@@ -89,7 +89,7 @@ MUTANTS=(
   "no-resolve|-DCFG_L1|-DMUT_NO_RESOLVE|a registration does not resolve a linked token|link.pml"
   "no-abandon|-DCFG_L1|-DMUT_NO_ABANDON|deinit does not make an untaken link's root immortal|link.pml"
   "walk-no-link|-DCFG_L3|-DMUT_WALK_NO_LINK|_walk stops at a linked future instead of following its link|link.pml"
-  "up-no-fallback|-DCFG_L4|-DMUT_UP_NO_FALLBACK|_linkInto registers no forwarder when a handler came first|link.pml"
+  "up-no-fallback|-DCFG_L6|-DMUT_UP_NO_FALLBACK|_linkInto registers no forwarder when a handler came first|link.pml"
   "up-untaken|-DCFG_L4|-DMUT_UP_UNTAKEN|_linkInto leaves the claim it names untaken|link.pml"
   "up-any-end|-DCFG_L5|-DMUT_UP_ANY_END|_linkInto links into any end of a walk, not only a root|link.pml"
   "up-not-fresh|-DCFG_L5|-DMUT_UP_NOT_FRESH|_linkInto also from a future others were linked into|link.pml"

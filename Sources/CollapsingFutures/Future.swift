@@ -462,8 +462,14 @@ extension Future {
         cf_future_claim(_fptr, claimed, UInt(CF_F_FLATTENING))
         let (end, after) = _walk(from: start)
         guard let end else { _ = _immortalizeClaimed(); return before + after }
-        // CLAIMED: nothing is linked into us (AWAITING: something may be).
-        if claimed == UInt(CF_F_CLAIMED) && Self._isRoot(end) && _linkInto(end) { return before + after }
+        // CLAIMED: nothing is linked into us by `_link` (AWAITING: something
+        // may be). Our word empty: nothing is registered on us and no token
+        // is linked into ours (an UNSET end others link into has a node on
+        // its token), so ours can be linked. A word that is not empty never
+        // is again: the link would fail, and our claim word would keep `end`
+        // until we are freed, so the forwarder goes on `end` at once.
+        if claimed == UInt(CF_F_CLAIMED) && cf_token_load(_ownTptr) == 0 && Self._isRoot(end)
+            && _linkInto(end) { return before + after }
         _FlattenNode(output: self, target: end)._register(on: end, inline: true)
         return before + after
     }
@@ -519,9 +525,11 @@ extension Future {
     /// its claimer may still link its own token (`_linkInto`). An UNSET end
     /// has a node on its token (a handler, or the forwarder of the future
     /// before it: one with nothing registered would have been linked,
-    /// `_link`), and a token's word never returns to 0, so it can neither
-    /// be linked nor link its own token, both of which need the empty word:
-    /// whoever claims it later stays a root.
+    /// `_link`), and a token's word never returns to 0, so its token is
+    /// never linked and never links itself, both of which need the empty
+    /// word: whoever claims it later stays a root. (Its claim word may
+    /// still take a `_link` that read the word empty before the node came;
+    /// that link's token CAS fails, and a forwarder completes it.)
     @inlinable @inline(__always)
     static func _isRoot(_ end: Future) -> Bool {
         let c = cf_future_claim_load(end._fptr)
@@ -530,8 +538,8 @@ extension Future {
 
     /// Links us into `end`, the end of our chain, instead of registering a
     /// forwarder on it, when `end` is a root (AWAITING or UNSET: others may
-    /// be linked into it, and a future that is not CLAIMED when it is set
-    /// never links itself): our claim word names `end` with a reference to
+    /// be linked into it, and a future set while AWAITING, or with a node on
+    /// its token, never links itself): our claim word names `end` with a reference to
     /// it, taken (CF_F_TAKEN: nobody completes us but `end`), and our token
     /// is linked into its token, so we keep nothing of ours on `end` and are
     /// freed as soon as our holders are done with us; `end` is kept until
@@ -541,7 +549,7 @@ extension Future {
     /// inner one, already a root.
     ///
     /// We are FLATTENING, with nothing linked into us (our caller was
-    /// CLAIMED), and our walk after publishing found no cycle through us.
+    /// CLAIMED, with an empty word), and our walk after publishing found no cycle through us.
     /// Of the threads closing a cycle, one whose walk sees it makes itself
     /// immortal without linking, so these references never form a cycle
     /// among futures. (With the fallback forwarder, `end`'s list holds us

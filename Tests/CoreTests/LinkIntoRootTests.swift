@@ -73,9 +73,11 @@ import TestSupport
         #expect(root.x.forceGetResult() == 3)
     }
 
-    /// A future's claim word holds its root until the future is freed,
-    /// whichever way it ended (linked, completed by the fallback forwarder,
-    /// or dropped pending): then the root goes with its last holder.
+    /// A future linked into its root holds it in its claim word until the
+    /// future is freed, whether it completed through the link or was
+    /// dropped pending: then the root goes with its last holder. A future
+    /// with a handler registered on it first is completed by a forwarder
+    /// and never names the root, which goes with its own holders.
     @Test(arguments: [Ending.completedLinked, .completedByForwarder, .droppedPending])
     func theRootGoesWithItsLastLinkedFuture(_ ending: Ending) {
         weak var watchedRoot: Future<Int>?
@@ -91,10 +93,32 @@ import TestSupport
                 #expect(z!.future.forceGetResult() == 2)
             }
         }
-        // The root is held by `z`'s future alone now.
-        #expect(watchedRoot != nil)
+        // The root is held by `z`'s future alone now, if it linked.
+        #expect((watchedRoot != nil) == (ending != .completedByForwarder))
         z = nil
         #expect(watchedRoot == nil)
+    }
+
+    /// A future with a handler registered on it, set to a chain whose end
+    /// is unset with a handler of its own, cannot link its token (its word
+    /// is not empty), so it registers the forwarder without naming the end
+    /// in its claim word: once the end has completed it, the end goes with
+    /// its own holders while the future lives on.
+    @Test func aFutureWithAHandlerKeepsNoEndItWasSetTo() {
+        weak var watchedEnd: Future<Int>?
+        let a = FutureSource<Int>()
+        let seen = Log<Int>()
+        a.future.thenDo { seen.append($0) }
+        do {
+            let b = FutureSource<Int>()
+            b.future.thenDo { _ in }
+            watchedEnd = b.future
+            #expect(a.trySetResult(b.future))
+            #expect(b.future.completionToken._liveRegistrationCount == 2)
+            b.trySetResult(5)
+        }
+        #expect(a.future.forceGetResult() == 5 && seen.all == [5])
+        #expect(watchedEnd == nil)
     }
 
     enum Ending: Sendable { case completedLinked, completedByForwarder, droppedPending }

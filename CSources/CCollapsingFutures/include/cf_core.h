@@ -173,9 +173,10 @@ enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3,
 ///                    walkers it is the end of a chain, like CLAIMED.
 ///   root (>= CF_F_LINK_MIN, 16-byte aligned, retained until the future is
 ///        freed) [| CF_F_TAKEN]
-///                    a future linked into the future at `root` (AWAITING,
-///                    CLAIMED or UNSET), whose claim it holds: its completer sets
-///                    CF_F_TAKEN and completes `root` instead; if it dies
+///                    a future linked into the future at `root` (AWAITING
+///                    or UNSET when linked; an UNSET root is claimed later
+///                    by its producer), whose claim it holds: its completer
+///                    sets CF_F_TAKEN and completes `root` instead; if it dies
 ///                    with the claim not taken, `root` becomes immortal.
 ///                    For cycle walkers an edge to `root`. Its token is
 ///                    linked into root's (CF_W_LINKED), unless a handler was
@@ -185,7 +186,8 @@ enum { CF_N_LIVE = 0, CF_N_CLAIMED = 1, CF_N_REMOVED = 2, CF_N_DISCARDED = 3,
 ///                    Also written, with CF_F_TAKEN, by a future's own claim
 ///                    holder in place of FLATTENING, when the end of the
 ///                    chain it was set to is AWAITING, or UNSET with a
-///                    node on its token (Future._linkInto): its
+///                    node on its token, and its own word is empty
+///                    (Future._linkInto): its
 ///                    outcome is `root`'s, and its token is linked the same
 ///                    way. A future with a token linked into it never links
 ///                    its own, so a token is one step from its root.
