@@ -29,6 +29,7 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     /// The source of `future`, which the caller has just made (pending, no
     /// other source).
     @inlinable init(_completing future: Future<Value>, fileID: StaticString, line: UInt) {
+        assert(future.state == .pending, "a source adopts only a new pending future")
         self.future = future
         #if DEBUG
         _fileID = fileID

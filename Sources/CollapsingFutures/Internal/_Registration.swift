@@ -135,6 +135,8 @@ extension _NodeRef {
             return Int32(CF_REG_IMMORTAL)
         }
         // The threading contract, which `_RunPolicy.hop` reads.
+        assert(inline || { if case .inline = policy.pointee { true } else { false } }(),
+               "a node's threading is recorded once")
         switch (mainActor, inline, queue) {
         case (true, _, _): policy.pointee = .mainActor
         case (false, false, let q?) where q !== DispatchQueue.completingThread: policy.pointee = .queue(q)
