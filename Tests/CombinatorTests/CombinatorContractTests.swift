@@ -911,22 +911,32 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     /// discarded unrun, as on a future whose source died. (The variadic
     /// `all` drops its conversions of still-pending inputs this way when it
     /// fails early, with its own removed registrations linked in them.)
-    /// Released: freed, or kept for reuse by this thread (cf_node_pool.h),
-    /// which only a node nothing else holds can be.
+    /// Released: freed, or kept for reuse by its thread (cf_node_pool.h),
+    /// which only a node nothing else holds can be. The body runs on a
+    /// thread of its own, which frees what it kept when it exits.
     @Test func aPendingFutureFreedReleasesWhatIsStillLinkedInItsList() {
-        weak var removedNode: _Node?
-        let deinits = Counter()
-        do {
-            let f = Future<Int>()   // pending, with no source: nothing can complete it
-            let r = f.completionToken.whenCancelled {}
-            removedNode = r._node
-            #expect(r.remove())
-            let t = Tracked(deinits)
-            f.completionToken.whenCancelled { _ = t }
-            #expect(removedNode != nil)
-            #expect(removedNode?._isKeptOnThisThread == false)
+        final class Seen: @unchecked Sendable {
+            weak var removedNode: _Node?
+            var removed = false, keptWhileLinked = true, releasedWithTheFuture = false
         }
-        #expect(removedNode == nil || removedNode!._isKeptOnThisThread)
+        let seen = Seen()
+        let deinits = Counter()
+        onNewThread {
+            do {
+                let f = Future<Int>()   // pending, with no source: nothing can complete it
+                let r = f.completionToken.whenCancelled {}
+                seen.removedNode = r._node
+                seen.removed = r.remove()
+                let t = Tracked(deinits)
+                f.completionToken.whenCancelled { _ = t }
+                seen.keptWhileLinked = seen.removedNode.map { $0._isKeptOnThisThread } ?? true
+            }
+            seen.releasedWithTheFuture = seen.removedNode.map { $0._isKeptOnThisThread } ?? true
+        }
+        #expect(seen.removed)
+        #expect(!seen.keptWhileLinked)
+        #expect(seen.releasedWithTheFuture)
+        #expect(seen.removedNode == nil)
         #expect(deinits.value == 1)
     }
 

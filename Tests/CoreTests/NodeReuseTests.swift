@@ -9,34 +9,6 @@ import Foundation
 import Testing
 import TestSupport
 
-/// A thread's body, handed to pthread_create.
-private final class ThreadBody: @unchecked Sendable {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-}
-
-/// Runs `body` on a new thread and returns once that thread has exited.
-private func onNewThread(_ body: @escaping @Sendable () -> Void) {
-    let arg = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-    #if canImport(Darwin)
-    var thread: pthread_t? = nil
-    let started = pthread_create(&thread, nil, { arg in
-        Unmanaged<ThreadBody>.fromOpaque(arg).takeRetainedValue().run()
-        return nil
-    }, arg)
-    precondition(started == 0, "pthread_create failed: \(started)")
-    pthread_join(thread!, nil)
-    #else
-    var thread = pthread_t()
-    let started = pthread_create(&thread, nil, { arg in
-        Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue().run()
-        return nil
-    }, arg)
-    precondition(started == 0, "pthread_create failed: \(started)")
-    pthread_join(thread, nil)
-    #endif
-}
-
 /// What a test's thread saw, read on the test's own thread once it exited.
 private final class Seen: @unchecked Sendable {
     var facts: [String: Bool] = [:]
