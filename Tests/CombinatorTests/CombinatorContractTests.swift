@@ -917,7 +917,8 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
     @Test func aPendingFutureFreedReleasesWhatIsStillLinkedInItsList() {
         final class Seen: @unchecked Sendable {
             weak var removedNode: _Node?
-            var removed = false, keptWhileLinked = true, releasedWithTheFuture = false
+            var removed = false, heldWhileLinked = false, notKeptWhileLinked = false
+            var releasedWithTheFuture = false
         }
         let seen = Seen()
         let deinits = Counter()
@@ -929,12 +930,14 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
                 seen.removed = r.remove()
                 let t = Tracked(deinits)
                 f.completionToken.whenCancelled { _ = t }
-                seen.keptWhileLinked = seen.removedNode.map { $0._isKeptOnThisThread } ?? true
+                seen.heldWhileLinked = seen.removedNode != nil
+                seen.notKeptWhileLinked = seen.removedNode?._isKeptOnThisThread == false
             }
-            seen.releasedWithTheFuture = seen.removedNode.map { $0._isKeptOnThisThread } ?? true
+            seen.releasedWithTheFuture = seen.removedNode == nil || seen.removedNode!._isKeptOnThisThread
         }
         #expect(seen.removed)
-        #expect(!seen.keptWhileLinked)
+        #expect(seen.heldWhileLinked)
+        #expect(seen.notKeptWhileLinked)
         #expect(seen.releasedWithTheFuture)
         #expect(seen.removedNode == nil)
         #expect(deinits.value == 1)
