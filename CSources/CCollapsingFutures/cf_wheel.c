@@ -1,5 +1,6 @@
 // cf_wheel.c — deadlines on one timing wheel. See cf_wheel.h for the essay.
 #include "cf_wheel.h"
+#include "cf_firing_pool.h"
 
 #include <atomic_ops.h>
 #include <errno.h>
@@ -29,10 +30,12 @@ static uint64_t epoch_ns;  // written once, before any entry is armed
 static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sleep_cond;
 static int woken;          // under sleep_lock
-static __thread int is_driver;
+__thread int cf_wheel_driving;
 
 // ---- the driver's own (its thread only) ----------------------------------
 static cf_slots wheel;
+// Due entries that earlier passes left unfired, in firing order.
+static cf_deadline *_Nullable backlog_head, *_Nullable backlog_tail;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -84,9 +87,31 @@ static cf_deadline *_Nullable take_inbox(void) {
     return fifo;
 }
 
+// Fires up to CF_WHEEL_SLICE entries of the list `d` (in firing order):
+// each whose CAS out of ARMED the driver wins has its transition made by
+// its callback, and what that hands to the firing pool is one group; a lost
+// CAS (cancelled meanwhile) puts the entry on `gone`. Returns the rest.
+static cf_deadline *_Nullable fire(cf_deadline *_Nullable d, cf_deadline *_Nullable *_Nonnull gone) {
+    for (int n = 0; d && n < CF_WHEEL_SLICE; n++) {
+        cf_deadline *next = d->next;
+        // Full CAS out of ARMED: exactly one of the driver and a canceller
+        // wins the entry (and its payload); acquire, so the driver sees the
+        // payload as armed.
+        if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
+            cf_swift_deadline_event(d, CF_DL_FIRE);
+            cf_firing_end_group();
+        } else {
+            d->next = *gone;
+            *gone = d;
+        }
+        d = next;
+    }
+    return d;
+}
+
 static void *_Nullable drive(void *_Nullable unused) {
     (void)unused;
-    is_driver = 1;
+    cf_wheel_driving = 1;
     for (;;) {
         uint64_t now = now_tick();
         cf_deadline *due = NULL, *gone = NULL;
@@ -105,19 +130,25 @@ static void *_Nullable drive(void *_Nullable unused) {
             }
         }
         cf_slots_advance(&wheel, now, &due, &gone);
-        // Fire what is due. Full CAS out of ARMED: exactly one of the driver
-        // and a canceller wins the entry (and its payload); acquire, so the
-        // driver sees the payload as armed.
+        // `due` is a stack: reversed, it is in firing order ("Firing" in
+        // cf_wheel.h). What came due in this pass fires first, up to a
+        // slice; the rest joins the backlog's end, which then gives a slice.
+        cf_deadline *fresh = NULL;
         while (due) {
             cf_deadline *d = due;
             due = d->next;
-            if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
-                cf_swift_deadline_event(d, CF_DL_FIRE);
-            } else {
-                d->next = gone;
-                gone = d;
-            }
+            d->next = fresh;
+            fresh = d;
         }
+        fresh = fire(fresh, &gone);
+        if (fresh) {
+            if (backlog_tail) backlog_tail->next = fresh; else backlog_head = fresh;
+            while (fresh->next) fresh = fresh->next;
+            backlog_tail = fresh;
+        }
+        backlog_head = fire(backlog_head, &gone);
+        if (backlog_head == NULL) backlog_tail = NULL;
+        cf_firing_publish();
         size_t dropped = drop_all(gone);
         // After what is due has fired (a sweep of a big wheel takes a
         // while): the canceller that asked for a sweep, or one that crossed
@@ -146,6 +177,8 @@ static void *_Nullable drive(void *_Nullable unused) {
         AO_store(W(&sweep_at), held / 2 > CF_WHEEL_SWEEP_MIN ? held / 2 : CF_WHEEL_SWEEP_MIN);
         AO_store(W(&held_shown), held);
 
+        // A backlog: the next pass at once (the clock and the inbox first).
+        if (backlog_head) continue;
         uint64_t target = NEVER;
         cf_slots_next_due(&wheel, &target);
         if (brought && target > now + CF_WHEEL_IDLE_TICKS) target = now + CF_WHEEL_IDLE_TICKS;
@@ -213,10 +246,8 @@ static void start(void) {
 void cf_deadline_arm(cf_deadline *d, uint64_t delay_ns) {
     pthread_once(&started, start);
     uint64_t now = now_ns() - epoch_ns;
-    uint64_t when = delay_ns > NEVER - now ? NEVER : now + delay_ns;
-    // Rounded up: due at the first tick at or after the deadline.
-    uint64_t tick = when / CF_WHEEL_TICK_NS + (when % CF_WHEEL_TICK_NS != 0);
-    d->tick = tick;
+    d->due_ns = delay_ns > NEVER - now ? NEVER : now + delay_ns;
+    uint64_t tick = cf_deadline_tick(d);
     d->state = CF_D_ARMED;
     // Full CAS: release publishes the entry (plain writes above and the
     // owner's payload) to the driver's acquiring take. The observed head is
@@ -258,6 +289,10 @@ uintptr_t cf_deadline_state(const cf_deadline *d) {
     return AO_load_acquire(W(&d->state));
 }
 
+int cf_deadline_passed(const cf_deadline *d) {
+    // An armed entry: the wheel started before it was armed (epoch_ns set).
+    return now_ns() - epoch_ns >= d->due_ns;
+}
+
 size_t cf_wheel_debug_held(void) { return AO_load(W(&held_shown)); }
 
-int cf_wheel_on_driver_thread(void) { return is_driver; }

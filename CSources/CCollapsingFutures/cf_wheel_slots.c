@@ -12,7 +12,8 @@ _Static_assert(SLOTS == 64, "one bit of an occupancy mask per slot");
 #define MAX_TICKS (1ull << (LEVELS * SLOT_BITS))
 
 void cf_slots_place(cf_slots *w, cf_deadline *d, cf_deadline *_Nullable *_Nonnull due) {
-    if (d->tick <= w->elapsed) {
+    uint64_t tick = cf_deadline_tick(d);
+    if (tick <= w->elapsed) {
         d->next = *due;
         *due = d;
         return;
@@ -20,7 +21,7 @@ void cf_slots_place(cf_slots *w, cf_deadline *d, cf_deadline *_Nullable *_Nonnul
     // The level of the highest 6-bit group in which its tick differs from
     // the wheel's. Past the top level's reach it waits in the top level
     // and is placed again when its slot comes (then nearer).
-    uint64_t when = d->tick - w->elapsed >= MAX_TICKS ? w->elapsed + MAX_TICKS - 1 : d->tick;
+    uint64_t when = tick - w->elapsed >= MAX_TICKS ? w->elapsed + MAX_TICKS - 1 : tick;
     uint64_t masked = (w->elapsed ^ when) | (SLOTS - 1);
     if (masked >= MAX_TICKS) masked = MAX_TICKS - 1;
     unsigned level = (unsigned)(63 - __builtin_clzll(masked)) / SLOT_BITS;
@@ -68,11 +69,19 @@ void cf_slots_advance(cf_slots *w, uint64_t now, cf_deadline *_Nullable *_Nonnul
     uint64_t start;
     while (next_slot(w, &level, &slot, &start) && start <= now) {
         // Every entry of the slot is due at or after its start: they are
-        // due now, move down to a lower level, or go (cancelled).
+        // due now, move down to a lower level, or go (cancelled). Taken in
+        // the order they came (a slot is a stack: reversed here), so those
+        // of one tick keep the order they were armed in.
         w->elapsed = start;
-        cf_deadline *d = w->slot[level][slot];
+        cf_deadline *d = NULL, *lifo = w->slot[level][slot];
         w->slot[level][slot] = NULL;
         w->occupied[level] &= ~(1ull << slot);
+        while (lifo) {
+            cf_deadline *next = lifo->next;
+            lifo->next = d;
+            d = lifo;
+            lifo = next;
+        }
         while (d) {
             cf_deadline *next = d->next;
             w->held--;

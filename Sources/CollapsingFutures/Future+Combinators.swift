@@ -413,7 +413,7 @@ extension Future {
                     } else {
                         out._trySet(tried._result)
                     }
-                }._register(on: tried, unless: until, inline: true)
+                }._runningUserCode()._register(on: tried, unless: until, inline: true)
                 return out
             }
         }
@@ -474,7 +474,7 @@ extension Future {
                     let next = i + 1, nextWait = wait
                     _ContinuationNode._make(output: out) {
                         out._trySetFuture(isFinal(tried, next - 1, before: nextWait) ? tried : waited(next, nextWait))
-                    }._register(on: tried, unless: until, inline: true)
+                    }._runningUserCode()._register(on: tried, unless: until, inline: true)
                     return out
                 }
                 if isFinal(tried, i, before: wait) { return tried }
@@ -491,7 +491,7 @@ extension Future {
             _ContinuationNode._make(output: out) {
                 guard case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
                 out._trySetFuture(attempt(next, nextWait))
-            }._register(on: pause, unless: until, inline: true)
+            }._runningUserCode()._register(on: pause, unless: until, inline: true)
             return out
         }
         return attempt(0, delay).unless(until)

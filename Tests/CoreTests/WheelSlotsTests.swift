@@ -36,7 +36,7 @@ final class SlotsHarness {
 
     /// Arms entry `i` for `tick`; an entry due at once comes out here.
     func arm(_ i: Int, at tick: UInt64) {
-        entries[i] = cf_deadline(state: UInt(CF_D_ARMED), next: nil, tick: tick)
+        entries[i] = cf_deadline(state: UInt(CF_D_ARMED), next: nil, due_ns: tick * CF_WHEEL_TICK_NS)
         armed[i] = true
         var due: UnsafeMutablePointer<cf_deadline>?
         cf_slots_place(w, entries + i, &due)
@@ -53,10 +53,12 @@ final class SlotsHarness {
         armed[i] = false
     }
 
+    func tick(_ i: Int) -> UInt64 { cf_deadline_tick(entries + i) }
+
     /// The earliest tick of an armed entry still waiting.
     var earliestPending: UInt64? {
         var earliest: UInt64?
-        for i in 0..<n where armed[i] && entries[i].tick < earliest ?? .max { earliest = entries[i].tick }
+        for i in 0..<n where armed[i] && tick(i) < earliest ?? .max { earliest = tick(i) }
         return earliest
     }
 
@@ -66,12 +68,22 @@ final class SlotsHarness {
         var due: UnsafeMutablePointer<cf_deadline>?, gone: UnsafeMutablePointer<cf_deadline>?
         cf_slots_advance(w, to, &due, &gone)
         now = to
+        // `due` is a stack: its reverse is the firing order.
+        var fired: [Int] = []
         while let d = due {
             due = d.pointee.next
-            let i = index(d)
-            #expect(d.pointee.tick <= to, "came due early")
-            #expect(d.pointee.tick > before, "came due late: at \(to), due at \(d.pointee.tick), reached at \(before)")
+            fired.append(index(d))
+        }
+        fired.reverse()
+        for (k, i) in fired.enumerated() {
+            #expect(tick(i) <= to, "came due early")
+            #expect(tick(i) > before, "came due late: at \(to), due at \(tick(i)), reached at \(before)")
             #expect(armed[i], "came due although cancelled or already due")
+            if k > 0 {
+                let p = fired[k - 1]
+                #expect(tick(p) < tick(i) || (tick(p) == tick(i) && p < i),
+                        "out of order: \(p) (tick \(tick(p))) before \(i) (tick \(tick(i)))")
+            }
             came[i] += 1
             armed[i] = false
         }
@@ -165,6 +177,25 @@ struct SplitMix {
         #expect(cf_slots_next_due(h.w, &due) != 0 && due <= h.now + 30_000)
         while cf_slots_next_due(h.w, &due) != 0, h.armed[1] { h.advance(to: due) }
         #expect(h.came[1] == 1 && h.came[0] == 0)
+    }
+
+    @Test func deadlinesOfOneTickComeDueInTheOrderTheyWereArmed() {
+        // Armed at every distance, so some wait in upper levels and move
+        // down while later ones of the same tick go straight to level 0.
+        let n = 4_000
+        let h = SlotsHarness(entries: n, start: 100)
+        var rng = SplitMix(state: 7)
+        var next = 0
+        while next < n {
+            for _ in 0..<40 where next < n {
+                h.arm(next, at: 5_000 + rng.below(8))   // eight ticks, many entries each
+                next += 1
+            }
+            h.advance(to: h.now + 1 + rng.below(90))   // `advance` checks the order
+        }
+        var due: UInt64 = 0
+        while cf_slots_next_due(h.w, &due) != 0 { h.advance(to: due) }
+        #expect(h.came.allSatisfy { $0 == 1 })
     }
 
     @Test func aSweepTakesOutCancelledEntriesOnly() {

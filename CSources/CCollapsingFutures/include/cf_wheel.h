@@ -33,9 +33,23 @@
 // about twice its live entries plus CF_WHEEL_SWEEP_MIN at most, at
 // amortized O(1) per cancel.
 //
-// Precision: never early. A deadline of `when` ns is due at tick
-// ceil((when - epoch) / 1 ms); the driver fires it once the clock has
-// reached that tick. So it is late by at most one tick plus scheduling.
+// Precision: never early. A deadline of `due_ns` is due at tick
+// ceil(due_ns / 1 ms) (cf_deadline_tick); the driver fires it once the
+// clock has reached that tick. So it is late by at most one tick plus
+// scheduling, and plus the firing of earlier deadlines in a burst.
+//
+// Firing: the driver makes each due entry's transition itself (the CAS out
+// of ARMED, then the callback, which cancels the token or fails the
+// future) in tick order, those of one tick in the order they were armed
+// (each slot and the due list are kept in arrival order). The callback
+// runs no user code: handlers that would run on the cancelling thread go
+// to the firing pool (cf_firing_pool.h), one group per firing, handed over
+// once per pass. A pass fires at most CF_WHEEL_SLICE entries of what came
+// due in it and CF_WHEEL_SLICE of what earlier passes left (the backlog);
+// so during a burst the driver looks at the clock and the inbox again
+// every few thousand firings, and a deadline that comes due meanwhile (a
+// later tick) fires in the next pass, ahead of the burst's rest, instead
+// of waiting for the whole burst.
 //
 // Waking: the driver publishes the tick it will sleep until, then looks at
 // the inbox once more, a full fence between the two; an arm pushes, then
@@ -45,6 +59,9 @@
 // an empty wheel after a wake that brought entries, the driver sleeps at
 // most CF_WHEEL_IDLE_TICKS, so a stream of arms whose entries are cancelled
 // before the driver sees them wakes it at most that often, not once each.
+// Waking is the one step that takes a lock (sleep_lock, held to set the
+// flag and signal the driver's condition variable): an arm earlier than
+// the driver's sleep, and the cancel that asks for a sweep, take it.
 //
 // The functions at a glance:
 //
@@ -54,8 +71,9 @@
 //                                                              fence (full); load;
 //                                                              CAS (full) to wake
 //   cf_deadline_state        any thread                        load (acquire)
+//   cf_deadline_passed       any thread holding the entry      none (clock read)
 //   cf_wheel_debug_held      any thread (tests, benchmark)     load
-//   cf_wheel_on_driver_thread any thread (tests)               none (thread-local)
+//   cf_wheel_on_driver_thread any thread                       none (thread-local)
 //   the driver (cf_wheel.c)  its own thread                    swap of the inbox (full);
 //                                                              CAS out of ARMED (full);
 //                                                              stores and loads (full)
@@ -81,7 +99,9 @@ typedef struct cf_deadline {
     /// of that slot. Written by the arming thread before the push, then by
     /// the driver only.
     struct cf_deadline *_Nullable next;
-    uint64_t tick;                         ///< due at this tick (1 ms) of the wheel
+    /// The deadline: nanoseconds of the wheel's clock since its epoch.
+    /// Written by the arming thread before the push.
+    uint64_t due_ns;
 } cf_deadline;
 
 enum { CF_D_ARMED = 0, CF_D_CANCELLED = 1, CF_D_FIRED = 2 };
@@ -94,11 +114,21 @@ typedef enum cf_deadline_event {
 } cf_deadline_event;
 
 /// The callback of every entry: the Swift layer's (`_Timer.swift`). Runs on
-/// the driver thread; must not block (it hands the payload on).
+/// the driver thread; must not block nor run user code (it makes the
+/// timer's transition; what would run user code goes to the firing pool).
 void cf_swift_deadline_event(cf_deadline *_Nonnull d, int event);
 
 /// 1 ms: the wheel's resolution.
 #define CF_WHEEL_TICK_NS 1000000ull
+
+/// The tick an entry is due at: the first whose start is at or after its
+/// deadline (never early).
+static inline uint64_t cf_deadline_tick(const cf_deadline *d) {
+    return d->due_ns / CF_WHEEL_TICK_NS + (d->due_ns % CF_WHEEL_TICK_NS != 0);
+}
+/// Entries a pass fires at most from what came due in it, and at most
+/// from the backlog ("Firing" above).
+enum { CF_WHEEL_SLICE = 1024 };
 /// Cancels counted before a sweep is worth a wake-up, at least.
 enum { CF_WHEEL_SWEEP_MIN = 1024 };
 /// The longest sleep with an empty wheel after entries came (ticks).
@@ -123,10 +153,19 @@ int cf_deadline_cancel(cf_deadline *d);
 /// Acquire load of an entry's state.
 uintptr_t cf_deadline_state(const cf_deadline *d);
 
+/// 1 once the clock has reached an armed entry's deadline, whether or not
+/// the driver has fired it yet (a burst may hold the driver back); the
+/// clock's word, not the driver's. Any thread that holds the entry; reads
+/// only `due_ns`, written before the entry was shared.
+int cf_deadline_passed(const cf_deadline *d);
+
 /// The wheel's slots (cf_wheel_slots.c): plain data with one owner (the
 /// driver's thread; a test with a clock of its own), which says what tick
 /// it is. Zero-initialised, it is empty at tick 0. Lists (`due`, `gone`)
-/// are stacks linked through cf_deadline.next.
+/// are stacks linked through cf_deadline.next: `due` holds, from its
+/// bottom up, the entries in the order they come due (ticks in order,
+/// those of one tick in the order they were placed), so its reverse is
+/// the order to fire them in.
 enum { CF_WHEEL_LEVELS = 6 };
 typedef struct cf_slots {
     cf_deadline *_Nullable slot[CF_WHEEL_LEVELS][64];
@@ -153,8 +192,11 @@ void cf_slots_sweep(cf_slots *w, cf_deadline *_Nullable *_Nonnull gone);
 /// driver's last update. For tests and the benchmark.
 size_t cf_wheel_debug_held(void);
 
-/// 1 on the driver's thread (tests: no payload runs there).
-int cf_wheel_on_driver_thread(void);
+/// 1 on the driver's thread, 0 elsewhere (thread-local, no atomics).
+/// The Swift layer asks when a handler would run on the cancelling thread:
+/// on the driver it goes to the firing pool (cf_firing_pool.h) instead.
+extern __thread int cf_wheel_driving;
+static inline int cf_wheel_on_driver_thread(void) { return cf_wheel_driving; }
 
 #ifdef __cplusplus
 }

@@ -141,7 +141,8 @@ extension _NodeRef {
         case (true, _, _): policy.pointee = .mainActor
         case (false, false, let q?) where q !== DispatchQueue.completingThread: policy.pointee = .queue(q)
         case (false, false, nil) where _isOnMain(): policy.pointee = .mainQueueUnlessThere
-        default: break   // inline (the library's bookkeeping keeps its policy), or the completing thread
+        case (false, false, _): policy.pointee = .completingThread
+        default: break   // inline: the library's bookkeeping keeps its policy
         }
         // Its own word, and the root's only when that one is linked: the
         // common path loads once. A link made after this load is met by

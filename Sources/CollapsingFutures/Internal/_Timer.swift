@@ -1,5 +1,4 @@
 import CCollapsingFutures
-import Dispatch
 
 /// A one-shot timer: a deadline on the core's timing wheel (cf_wheel.h),
 /// whose payload is released the moment it is cancelled (not when the
@@ -12,12 +11,12 @@ import Dispatch
 /// or the wheel's driver — owns `action` from then on, which is why the
 /// field needs no lock.
 ///
-/// Timers only complete futures and cancel tokens: the payload runs on a
-/// serial queue of its own, never on the driver's thread nor on a global
-/// queue. So a slow continuation of one timer's future delays no other
-/// timer, and a global pool saturated by blocking work (it is as wide as
-/// the machine has cores) delays none: a serial queue runs on Dispatch's
-/// overcommitting pool, which starts a thread when none is free.
+/// Timers only complete futures and cancel tokens: the payload is that
+/// transition, and runs on the driver's thread, in the wheel's firing
+/// order. It runs no user code there: what the transition would run on
+/// the cancelling thread goes to the firing pool (`_RunPolicy.hop`,
+/// cf_firing_pool.h), so a blocked handler delays no timer, and nothing on
+/// Dispatch's or Swift's pools can delay one either.
 final class _Timer: @unchecked Sendable {
     /// Must stay the first stored property: the wheel's view of this timer.
     private var _c = cf_deadline()
@@ -53,18 +52,21 @@ final class _Timer: @unchecked Sendable {
         return true
     }
 
-    /// The wheel's driver won this timer: the payload goes to a queue of
-    /// its own (one per firing: cheaper than one per timer, as most are
-    /// cancelled before they fire, and a block keeps its queue alive). The
-    /// block takes the payload out there, so it is released there too,
-    /// never on the driver's thread (its release can run deinits: a source
-    /// dying makes its future immortal, running user code).
+    /// The wheel's tick this timer is due at (tests: the order of firings).
+    var dueTick: UInt64 { cf_deadline_tick(_ptr) }
+
+    /// Whether the clock has reached this timer's deadline, whether or not
+    /// the driver has fired it yet (`cf_deadline_passed`).
+    var hasPassed: Bool { cf_deadline_passed(_ptr) != 0 }
+
+    /// The wheel's driver won this timer: its payload makes the transition
+    /// here, on the driver's thread. Releasing it runs no user code: a
+    /// source it held that dies makes its future immortal, which discards
+    /// handlers unrun.
     fileprivate func fire() {
-        DispatchQueue(label: "CollapsingFutures.timer-payload").async { [self] in
-            let a = action
-            action = nil
-            a?()
-        }
+        let a = action
+        action = nil
+        a?()
     }
 }
 

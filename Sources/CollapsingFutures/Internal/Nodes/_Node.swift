@@ -106,6 +106,15 @@ class _Node: @unchecked Sendable {
         return Unmanaged<T>.fromOpaque(UnsafeRawPointer(c) - _nodeOffset).takeRetainedValue()
     }
 
+    /// Bookkeeping that runs the user's code (a retry's next try): its
+    /// policy says so before it is registered `inline`, so that on the
+    /// timer driver's thread it goes to the firing pool (`_RunPolicy.hop`).
+    @inline(__always)
+    final func _runningUserCode() -> Self {
+        _policy = .completingThread
+        return self
+    }
+
     /// Performs `action`, which `_NodeRef._handle` chose (the actions of
     /// the node kinds, in one place: `_Lifecycle.swift`).
     @inline(__always)

@@ -164,19 +164,36 @@ struct _NodeRef: @unchecked Sendable {
     }
 
     /// Runs this node where `hop` (`_RunPolicy.hop`) says: on its queue,
-    /// or on the main actor (`_handle(.hopped)` there). The hop holds the
-    /// object.
+    /// on the main actor, or on the firing pool (`_handle(.hopped)` there).
+    /// The hop holds the object.
     @usableFromInline
     func _runAfterHop(to hop: _RunPolicy, unless: CancelToken) {
         retainObject()
-        let run: @Sendable () -> Void = { [self] in
-            _handle(.hopped(unless: unless))
-            // The thread that sent the hop may keep it (cf_node_pool.h).
-            cf_node_fields_released(c)
-            releaseObject()
+        switch hop {
+        case .queue(let q): _hop(to: q) { [self] in _arrived(unless: unless) }
+        case .mainActor: Task { @MainActor in _arrived(unless: unless) }
+        default:
+            // The firing pool's item holds the object and `unless`' owner.
+            cf_firing_add(c, unless._owner.map { Unmanaged.passRetained($0).toOpaque() })
         }
-        if case .queue(let q) = hop { _hop(to: q, run) } else { Task { @MainActor in run() } }
     }
+
+    /// A hop arrived: the run, with `unless` read again; then the hop's
+    /// reference goes.
+    func _arrived(unless: CancelToken) {
+        _handle(.hopped(unless: unless))
+        // The thread that sent the hop may keep it (cf_node_pool.h).
+        cf_node_fields_released(c)
+        releaseObject()
+    }
+}
+
+/// The firing pool's callback (cf_firing_pool.h): a node the timer driver
+/// handed over arrives, on a pool thread.
+@_cdecl("cf_swift_firing_run")
+func _firingRun(_ c: UnsafeMutablePointer<cf_node>, _ unless: UnsafeMutableRawPointer?) {
+    let owner = unless.map { Unmanaged<AnyObject>.fromOpaque($0).takeRetainedValue() }
+    _NodeRef(c)._arrived(unless: CancelToken(_owner: owner))
 }
 
 /// The C callback of every node (`CF_NODE_EVENT` in cf_core.h): performs

@@ -1,3 +1,4 @@
+import CCollapsingFutures
 import Dispatch
 
 /// When and where a node's action runs: the threading contract it was
@@ -12,8 +13,13 @@ import Dispatch
 /// in the 64-byte malloc size class).
 @usableFromInline
 enum _RunPolicy {
-    /// On the completing thread, once the token is cancelled.
+    /// The library's bookkeeping: on the completing thread, once the token
+    /// is cancelled, even the timer driver's (it never blocks).
     case inline
+    /// A user's handler or continuation on the completing thread, once the
+    /// token is cancelled; when that is the timer driver's, on the firing
+    /// pool instead (cf_firing_pool.h), so user code never delays a timer.
+    case completingThread
     /// On the settling thread, once the token is cancelled or has become
     /// immortal (`CancelToken._whenSettledInline`).
     case inlineWhenSettled
@@ -42,13 +48,16 @@ enum _RunPolicy {
         return self
     }
 
-    /// Where a run must hop to under this contract, a queue or the main
-    /// actor; nil to run inline (and for a link: ask its `targetPolicy`).
+    /// Where a run must hop to under this contract, a queue, the main
+    /// actor, or the firing pool (`.completingThread` on the timer
+    /// driver's thread); nil to run inline (and for a link: ask its
+    /// `targetPolicy`).
     @inline(__always)
     var hop: _RunPolicy? {
         switch self {
         case .queue, .mainActor: return self
         case .mainQueueUnlessThere: return _isOnMain() ? nil : .queue(DispatchQueue.main)
+        case .completingThread: return cf_wheel_on_driver_thread() != 0 ? self : nil
         case .inline, .inlineWhenSettled, .linked, .unlinked: return nil
         }
     }

@@ -1,0 +1,68 @@
+// cf_firing_pool.h — the threads that run what a timer's firing releases.
+//
+// Why: the wheel's driver (cf_wheel.h) makes each timer's own transition
+// itself — a token cancelled, a future failed — and runs the library's
+// bookkeeping that follows (nothing of it blocks). The handlers that would
+// run on the cancelling thread are user code, which may block: the driver
+// hands them here instead, so a handler that blocks delays other handlers,
+// never a timer. A handler registered `on:` a queue, or bound for the main
+// queue, is sent there by the driver itself (an asynchronous submission).
+//
+// Threads: at most cf_firing_threads() (the machine's cores, at least 2),
+// started one at a time as work finds every started one busy, never
+// stopped. Nothing here runs on Dispatch's or Swift's pools.
+//
+// Order: what one firing hands over is one group, run in order on one
+// pool thread (a token's handlers run in registration order, and what a
+// handler starts runs right after it on that thread). Groups start in the
+// order they were handed over; different groups may run in parallel.
+//
+// The driver collects items and groups with no atomics (they are its own
+// until published); cf_firing_publish hands them over under the pool's
+// mutex, which also orders every write the driver made before it (the
+// items' nodes and what their owners hold) before the pool thread that
+// takes them. Taking a group is also under that mutex. Only the driver
+// calls the cf_firing_* functions; the pool threads call back into the
+// Swift layer (cf_swift_firing_run).
+#ifndef CF_FIRING_POOL_H
+#define CF_FIRING_POOL_H
+
+#include "cf_core.h"
+
+#pragma clang assume_nonnull begin
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Runs a node handed over by cf_firing_add, on a pool thread; takes the
+/// references the item held (the node's object, and `unless`, if any): the
+/// Swift layer's (`_NodeRef.swift`).
+void cf_swift_firing_run(cf_node *_Nonnull node, void *_Nullable unless);
+
+/// Driver thread only: adds a node to the open group. The item holds one
+/// reference on the node's object and one on `unless` (or NULL), handed
+/// to cf_swift_firing_run.
+void cf_firing_add(cf_node *node, void *_Nullable unless);
+
+/// Driver thread only: closes the open group (one firing's items); no
+/// effect when it is empty.
+void cf_firing_end_group(void);
+
+/// Driver thread only: hands every closed group to the pool (one lock,
+/// one wake-up at most per idle thread it needs).
+void cf_firing_publish(void);
+
+/// The most threads the pool starts.
+int cf_firing_threads(void);
+
+/// Threads the pool has started (tests, benchmark). Any thread.
+int cf_firing_debug_started(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#pragma clang assume_nonnull end
+
+#endif
