@@ -51,9 +51,10 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     }
 
     deinit {
-        // A deadline that has already fired (its payload on its way) has
-        // passed: the token is cancelled, as the payload would do.
-        let deadlinePassed = _deadline.map { !$0.cancel() } ?? false
+        // A deadline the clock has reached has passed, whether or not the
+        // driver has fired it yet (one that fired has cancelled the token):
+        // the token is cancelled, as the payload would do.
+        let deadlinePassed = _deadline.map { !$0.cancel() || $0.hasPassed } ?? false
         _storage.settle(_cancelOnDeinit || deadlinePassed ? _wCancelled : _wImmortal)
     }
 
