@@ -1,26 +1,28 @@
 /// Delays and timeouts: argument checks that name the caller, and the
 /// conversions timers need, without overflow.
 enum _Delay {
-    /// Delays of 100 years or more mean "never": no timer is created (a
-    /// Dispatch deadline cannot express much more than 292 years).
+    /// Delays of 100 years or more mean "never": no timer is created (the
+    /// wheel counts nanoseconds in 64 bits, about 584 years).
     static let neverSeconds: Int64 = 100 * 365 * 86_400
 
-    /// Nanoseconds for a timer, or `nil` for "never".
+    /// Nanoseconds for a timer, or `nil` for "never": rounded up, so that
+    /// a timer is never armed short of its duration.
     static func nanoseconds(_ d: Duration) -> Int64? {
         // Compared as a `Duration` first: `components` traps on one longer
         // than `Int64.max` seconds (`.seconds(Int64.max) * 2`).
         if d >= .seconds(neverSeconds) { return nil }
         let (s, atto) = d.components
-        return max(0, s * 1_000_000_000 + atto / 1_000_000_000)
+        return max(0, s * 1_000_000_000 + (atto + 999_999_999) / 1_000_000_000)
     }
 
-    /// `d * k`, saturating at "never" (`k` finite and not negative).
+    /// `d * k`, saturating at "never" (`k` finite and not negative): the
+    /// standard library's product, exact to the attosecond, so 9 ms × 3 is
+    /// 27 ms (a product through seconds in a `Double` is not).
     static func scaled(_ d: Duration, by k: Double) -> Duration {
-        // `d / .seconds(1)`, not `components`: that traps on a duration
-        // longer than `Int64.max` seconds.
-        let seconds = (d / .seconds(1)) * k
-        if !(seconds < Double(neverSeconds)) { return .seconds(neverSeconds) }
-        return .nanoseconds(Int64(seconds * 1e9))
+        // Checked through seconds first: `d / .seconds(1)` cannot trap on a
+        // long duration, while the exact product could overflow.
+        if !((d / .seconds(1)) * k < Double(neverSeconds)) { return .seconds(neverSeconds) }
+        return d * k
     }
 
     /// Stops with a message naming the function and argument (in release
