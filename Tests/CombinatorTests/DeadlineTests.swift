@@ -92,7 +92,7 @@ import TestSupport
         #expect(s.token.isCancelled)
     }
 
-    @Test func deadlinesFireOffTheWheelsThreadOnQueuesOfTheirOwn() async {
+    @Test func deadlinesRunCompletingThreadHandlersOffTheWheelsThread() async {
         let onDriver = Counter(), fired = Counter()
         let sources = (0..<50).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(2)) }
         for s in sources {
@@ -139,5 +139,128 @@ import TestSupport
         }
         #expect(await eventually { fired.value == n })
         #expect(early.value == 0)
+    }
+}
+
+/// The timer contract of API.md ("Timers and threads"): a timer's own
+/// transition happens on time, whatever handlers do; handlers run where
+/// their registration says, user code never on the wheel's thread.
+@Suite(.serialized) struct TimerTransitions {
+    @Test func handlersThatBlockDelayNoTimerAndStartNoThreadPerFiring() async {
+        // More blocked handlers than Dispatch has threads (255 on Linux):
+        // a thread or queue per firing could not cancel the late deadline.
+        let n = 300
+        let started = Counter(), finished = Counter()
+        let release = DispatchSemaphore(value: 0)
+        let sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(2)) }
+        for s in sources {
+            s.token.whenCancelled(on: nil) {
+                started.increment()
+                release.wait()
+                finished.increment()
+            }
+        }
+        #expect(await eventually { sources.allSatisfy { $0.token.isCancelled } })
+        #expect(await eventually { started.value >= 1 })
+        // While they block: a new deadline is still cancelled, and its
+        // handler on a queue of its own still runs.
+        let late = CancelTokenSource(cancellingAfter: .milliseconds(5))
+        let ranOnItsQueue = Counter()
+        late.token.whenCancelled(on: DispatchQueue(label: "late")) { ranOnItsQueue.increment() }
+        #expect(await eventually { late.token.isCancelled })
+        #expect(await eventually { ranOnItsQueue.value == 1 })
+        #expect(started.value < n, "the handlers were to be still blocked")
+        #expect(cf_firing_debug_started() <= cf_firing_threads())
+        for _ in 0..<n { release.signal() }
+        #expect(await eventually { finished.value == n })
+        #expect(cf_firing_debug_started() <= cf_firing_threads())
+    }
+
+    @Test func deadlinesOfOneTickFireInTheOrderTheyWereArmed() async {
+        // Same duration, armed one after another: many share a tick. The
+        // transitions, seen through handlers on one serial queue (which the
+        // driver sends them to in firing order), must put those of one tick
+        // in the order armed. (Across ticks the order is the ticks' unless
+        // the driver is behind: then what comes due meanwhile goes first,
+        // and other suites' bursts may run at the same time as this one.)
+        let n = 5_000
+        let order = Locked<[Int]>([])
+        let queue = DispatchQueue(label: "order")
+        let sources = (0..<n).map { i in
+            let s = CancelTokenSource(cancellingAfter: .milliseconds(15))
+            s.token.whenCancelled(on: queue) { order.withLock { $0.append(i) } }
+            return s
+        }
+        #expect(await eventually { order.withLock { $0.count } == n })
+        var lastOfTick: [UInt64: Int] = [:]
+        var misordered = 0
+        for i in order.withLock({ $0 }) {
+            let tick = sources[i]._deadline!.dueTick
+            if let before = lastOfTick[tick], before > i { misordered += 1 }
+            lastOfTick[tick] = i
+        }
+        #expect(misordered == 0)
+        #expect(lastOfTick.count < n, "no two deadlines shared a tick: nothing was checked")
+    }
+
+    @Test func aSourceReleasedOnceItsDeadlinePassedLeavesACancelledToken() async throws {
+        // Many deadlines due at one instant keep the driver busy; sources
+        // released just after that instant, whether or not the driver has
+        // fired them yet, have passed: their tokens end cancelled.
+        let n = 100_000, released = 300
+        let due = ContinuousClock.now + .milliseconds(1_500)
+        var sources: [CancelTokenSource] = []
+        sources.reserveCapacity(n)
+        for _ in 0..<n { sources.append(CancelTokenSource(cancellingAfter: max(.zero, due - .now))) }
+        let tokens = sources.suffix(released).map(\.token)
+        try await Task.sleep(until: due + .milliseconds(2), clock: .continuous)
+        sources.removeLast(released)
+        #expect(tokens.allSatisfy { $0.state == .cancelled })
+        withExtendedLifetime(sources) {}
+    }
+
+    @Test func userCodeNeverRunsOnTheWheelsThread() async throws {
+        let onDriver = Counter(), ran = Counter()
+        @Sendable func check() {
+            if cf_wheel_on_driver_thread() != 0 { onDriver.increment() }
+            ran.increment()
+        }
+        let deadline = CancelTokenSource(cancellingAfter: .milliseconds(1))
+        deadline.token.whenCancelled { check() }
+        _ = Future.delayed(1, by: .milliseconds(1)).then { _ in check() }
+        _ = FutureSource<Int>().future.timeout(.milliseconds(1)).catch { _ in check(); return 0 }
+        let tries = Counter()
+        _ = Future<Int>.retrying(upTo: 2, delay: .milliseconds(1)) { _ in
+            check()
+            tries.increment()
+            return .failed(TestError())
+        }
+        _ = Future<Int>.retrying(upTo: 2, baseTimeout: .milliseconds(1)) { _ in
+            check()
+            return FutureSource<Int>().future
+        }
+        #expect(await eventually { ran.value == 7 })
+        #expect(onDriver.value == 0)
+        withExtendedLifetime(deadline) {}
+    }
+}
+
+@Suite struct ScaledTimeouts {
+    @Test func aScaledTimeoutIsExactToTheNanosecond() async {
+        #expect(_Delay.scaled(.milliseconds(9), by: 3) == .milliseconds(27))
+        #expect(_Delay.scaled(.milliseconds(5), by: 0.7) == .microseconds(3_500))
+        #expect(_Delay.scaled(.milliseconds(11), by: 5) == .milliseconds(55))
+        #expect(_Delay.nanoseconds(.milliseconds(27)) == 27_000_000)
+        // Below a nanosecond: rounded up, never armed short.
+        #expect(_Delay.nanoseconds(.nanoseconds(3) + .seconds(1) / 1_000_000_000_000) == 4)
+        let out = Future<Int>.retrying(upTo: 2, baseTimeout: .milliseconds(9), backoff: 3) { _ in
+            FutureSource<Int>().future
+        }
+        do {
+            _ = try await out.get()
+            Issue.record("succeeded")
+        } catch {
+            #expect((error as? TimeoutError)?.duration == .milliseconds(27))
+        }
     }
 }
