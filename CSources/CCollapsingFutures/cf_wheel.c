@@ -35,7 +35,7 @@ __thread int cf_wheel_driving;
 // ---- the driver's own (its thread only) ----------------------------------
 static cf_slots wheel;
 // Due entries that earlier passes left unfired, in firing order.
-static cf_deadline *_Nullable backlog_head, *_Nullable backlog_tail;
+static cf_deadlines backlog;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -87,11 +87,12 @@ static cf_deadline *_Nullable take_inbox(void) {
     return fifo;
 }
 
-// Fires up to CF_WHEEL_SLICE entries of the list `d` (in firing order):
-// each whose CAS out of ARMED the driver wins has its transition made by
-// its callback, and what that hands to the firing pool is one group; a lost
-// CAS (cancelled meanwhile) puts the entry on `gone`. Returns the rest.
-static cf_deadline *_Nullable fire(cf_deadline *_Nullable d, cf_deadline *_Nullable *_Nonnull gone) {
+// Fires up to CF_WHEEL_SLICE entries from the front of `q` (in firing
+// order): each whose CAS out of ARMED the driver wins has its transition
+// made by its callback, and what that hands to the firing pool is one
+// group; a lost CAS (cancelled meanwhile) puts the entry on `gone`.
+static void fire(cf_deadlines *q, cf_deadline *_Nullable *_Nonnull gone) {
+    cf_deadline *d = q->head;
     for (int n = 0; d && n < CF_WHEEL_SLICE; n++) {
         cf_deadline *next = d->next;
         // Full CAS out of ARMED: exactly one of the driver and a canceller
@@ -106,7 +107,8 @@ static cf_deadline *_Nullable fire(cf_deadline *_Nullable d, cf_deadline *_Nulla
         }
         d = next;
     }
-    return d;
+    q->head = d;
+    if (d == NULL) q->tail = NULL;
 }
 
 static void *_Nullable drive(void *_Nullable unused) {
@@ -114,7 +116,8 @@ static void *_Nullable drive(void *_Nullable unused) {
     cf_wheel_driving = 1;
     for (;;) {
         uint64_t now = now_tick();
-        cf_deadline *due = NULL, *gone = NULL;
+        cf_deadlines due = {NULL, NULL};
+        cf_deadline *gone = NULL;
         cf_deadline *arrived = take_inbox();
         int brought = arrived != NULL;
         while (arrived) {
@@ -130,24 +133,15 @@ static void *_Nullable drive(void *_Nullable unused) {
             }
         }
         cf_slots_advance(&wheel, now, &due, &gone);
-        // `due` is a stack: reversed, it is in firing order ("Firing" in
-        // cf_wheel.h). What came due in this pass fires first, up to a
-        // slice; the rest joins the backlog's end, which then gives a slice.
-        cf_deadline *fresh = NULL;
-        while (due) {
-            cf_deadline *d = due;
-            due = d->next;
-            d->next = fresh;
-            fresh = d;
+        // What came due in this pass fires first, up to a slice; the rest
+        // joins the backlog's end, which then gives a slice ("Firing" in
+        // cf_wheel.h).
+        fire(&due, &gone);
+        if (due.head) {
+            if (backlog.tail) backlog.tail->next = due.head; else backlog.head = due.head;
+            backlog.tail = due.tail;
         }
-        fresh = fire(fresh, &gone);
-        if (fresh) {
-            if (backlog_tail) backlog_tail->next = fresh; else backlog_head = fresh;
-            while (fresh->next) fresh = fresh->next;
-            backlog_tail = fresh;
-        }
-        backlog_head = fire(backlog_head, &gone);
-        if (backlog_head == NULL) backlog_tail = NULL;
+        fire(&backlog, &gone);
         cf_firing_publish();
         size_t dropped = drop_all(gone);
         // After what is due has fired (a sweep of a big wheel takes a
@@ -178,7 +172,7 @@ static void *_Nullable drive(void *_Nullable unused) {
         AO_store(W(&held_shown), held);
 
         // A backlog: the next pass at once (the clock and the inbox first).
-        if (backlog_head) continue;
+        if (backlog.head) continue;
         uint64_t target = NEVER;
         cf_slots_next_due(&wheel, &target);
         if (brought && target > now + CF_WHEEL_IDLE_TICKS) target = now + CF_WHEEL_IDLE_TICKS;

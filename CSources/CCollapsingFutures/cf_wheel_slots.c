@@ -11,11 +11,10 @@ _Static_assert(SLOTS == 64, "one bit of an occupancy mask per slot");
 // Ticks the levels reach: 64^6 = 2^36 ms.
 #define MAX_TICKS (1ull << (LEVELS * SLOT_BITS))
 
-void cf_slots_place(cf_slots *w, cf_deadline *d, cf_deadline *_Nullable *_Nonnull due) {
+void cf_slots_place(cf_slots *w, cf_deadline *d, cf_deadlines *due) {
     uint64_t tick = cf_deadline_tick(d);
     if (tick <= w->elapsed) {
-        d->next = *due;
-        *due = d;
+        cf_deadlines_append(due, d);
         return;
     }
     // The level of the highest 6-bit group in which its tick differs from
@@ -26,8 +25,8 @@ void cf_slots_place(cf_slots *w, cf_deadline *d, cf_deadline *_Nullable *_Nonnul
     if (masked >= MAX_TICKS) masked = MAX_TICKS - 1;
     unsigned level = (unsigned)(63 - __builtin_clzll(masked)) / SLOT_BITS;
     unsigned slot = (unsigned)(when >> (level * SLOT_BITS)) & (SLOTS - 1);
-    d->next = w->slot[level][slot];
-    w->slot[level][slot] = d;
+    cf_deadlines_append(&w->slot[level][slot], d);
+    w->count[level][slot]++;
     w->occupied[level] |= 1ull << slot;
     w->held++;
 }
@@ -63,28 +62,28 @@ int cf_slots_next_due(const cf_slots *w, uint64_t *due_tick) {
     return next_slot(w, &level, &slot, due_tick);
 }
 
-void cf_slots_advance(cf_slots *w, uint64_t now, cf_deadline *_Nullable *_Nonnull due,
+void cf_slots_advance(cf_slots *w, uint64_t now, cf_deadlines *due,
                       cf_deadline *_Nullable *_Nonnull gone) {
     unsigned level, slot;
     uint64_t start;
     while (next_slot(w, &level, &slot, &start) && start <= now) {
         // Every entry of the slot is due at or after its start: they are
-        // due now, move down to a lower level, or go (cancelled). Taken in
-        // the order they came (a slot is a stack: reversed here), so those
-        // of one tick keep the order they were armed in.
+        // due now, move down to a lower level, or go (cancelled), in the
+        // order they came, so those of one tick keep the order placed.
         w->elapsed = start;
-        cf_deadline *d = NULL, *lifo = w->slot[level][slot];
-        w->slot[level][slot] = NULL;
+        cf_deadlines taken = w->slot[level][slot];
+        w->held -= w->count[level][slot];
+        w->slot[level][slot] = (cf_deadlines){NULL, NULL};
+        w->count[level][slot] = 0;
         w->occupied[level] &= ~(1ull << slot);
-        while (lifo) {
-            cf_deadline *next = lifo->next;
-            lifo->next = d;
-            d = lifo;
-            lifo = next;
+        if (level == 0) {
+            // One tick, reached: all due, spliced whole.
+            if (due->tail) due->tail->next = taken.head; else due->head = taken.head;
+            due->tail = taken.tail;
+            continue;
         }
-        while (d) {
+        for (cf_deadline *d = taken.head; d;) {
             cf_deadline *next = d->next;
-            w->held--;
             if (cf_deadline_state(d) == CF_D_CANCELLED) {
                 d->next = *gone;
                 *gone = d;
@@ -101,19 +100,23 @@ void cf_slots_advance(cf_slots *w, uint64_t now, cf_deadline *_Nullable *_Nonnul
 void cf_slots_sweep(cf_slots *w, cf_deadline *_Nullable *_Nonnull gone) {
     for (unsigned l = 0; l < LEVELS; l++) {
         for (unsigned s = 0; s < SLOTS; s++) {
-            cf_deadline **link = &w->slot[l][s];
-            while (*link) {
+            cf_deadlines *q = &w->slot[l][s];
+            cf_deadline *last = NULL;
+            for (cf_deadline **link = &q->head; *link;) {
                 cf_deadline *d = *link;
                 if (cf_deadline_state(d) == CF_D_CANCELLED) {
                     *link = d->next;
                     d->next = *gone;
                     *gone = d;
+                    w->count[l][s]--;
                     w->held--;
                 } else {
+                    last = d;
                     link = &d->next;
                 }
             }
-            if (w->slot[l][s] == NULL) w->occupied[l] &= ~(1ull << s);
+            q->tail = last;
+            if (q->head == NULL) w->occupied[l] &= ~(1ull << s);
         }
     }
 }

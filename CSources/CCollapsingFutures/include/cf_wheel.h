@@ -159,16 +159,30 @@ uintptr_t cf_deadline_state(const cf_deadline *d);
 /// only `due_ns`, written before the entry was shared.
 int cf_deadline_passed(const cf_deadline *d);
 
+/// A list of entries in order, linked through cf_deadline.next: appending
+/// and splicing are O(1). Zero-initialised, it is empty.
+typedef struct cf_deadlines {
+    cf_deadline *_Nullable head, *_Nullable tail;
+} cf_deadlines;
+
+/// Appends `d` to `q`.
+static inline void cf_deadlines_append(cf_deadlines *q, cf_deadline *d) {
+    d->next = NULL;
+    if (q->tail) q->tail->next = d; else q->head = d;
+    q->tail = d;
+}
+
 /// The wheel's slots (cf_wheel_slots.c): plain data with one owner (the
 /// driver's thread; a test with a clock of its own), which says what tick
-/// it is. Zero-initialised, it is empty at tick 0. Lists (`due`, `gone`)
-/// are stacks linked through cf_deadline.next: `due` holds, from its
-/// bottom up, the entries in the order they come due (ticks in order,
-/// those of one tick in the order they were placed), so its reverse is
-/// the order to fire them in.
+/// it is. Zero-initialised, it is empty at tick 0. Each slot keeps its
+/// entries in the order they came, and `due` gets them in the order they
+/// come due: ticks in order, those of one tick in the order they were
+/// placed (so, for the driver, armed). `gone` is a stack linked through
+/// cf_deadline.next.
 enum { CF_WHEEL_LEVELS = 6 };
 typedef struct cf_slots {
-    cf_deadline *_Nullable slot[CF_WHEEL_LEVELS][64];
+    cf_deadlines slot[CF_WHEEL_LEVELS][64];
+    size_t count[CF_WHEEL_LEVELS][64];   ///< entries in each slot
     uint64_t occupied[CF_WHEEL_LEVELS];  ///< bit s: slot s of the level holds entries
     uint64_t elapsed;                    ///< every slot before this tick has come due
     size_t held;                         ///< entries in slots
@@ -176,14 +190,16 @@ typedef struct cf_slots {
 
 /// Puts an armed entry in its slot, or on `due` when its tick has been
 /// reached (tick <= elapsed). O(1).
-void cf_slots_place(cf_slots *w, cf_deadline *d, cf_deadline *_Nullable *_Nonnull due);
+void cf_slots_place(cf_slots *w, cf_deadline *d, cf_deadlines *due);
 /// The tick the earliest occupied slot comes due (at most the tick of any
 /// entry in it); 0 when the wheel is empty (`due_tick` untouched).
 int cf_slots_next_due(const cf_slots *w, uint64_t *due_tick);
 /// Moves the wheel to tick `now` (>= elapsed): every entry whose tick is
 /// at most `now` goes on `due`, cancelled ones met on the way on `gone`.
+/// A slot of level 0 spans one tick, so it goes on `due` whole, in O(1),
+/// cancelled entries included (the driver's CAS out of ARMED finds them).
 /// O(1) per slot come due, and per entry at most one move per level.
-void cf_slots_advance(cf_slots *w, uint64_t now, cf_deadline *_Nullable *_Nonnull due,
+void cf_slots_advance(cf_slots *w, uint64_t now, cf_deadlines *due,
                       cf_deadline *_Nullable *_Nonnull gone);
 /// Moves every cancelled entry to `gone`: O(held).
 void cf_slots_sweep(cf_slots *w, cf_deadline *_Nullable *_Nonnull gone);
