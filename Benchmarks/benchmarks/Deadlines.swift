@@ -142,25 +142,51 @@ func deadlineScenarios(quick: Bool) -> [Scenario] {
     ]
 }
 
-/// `n` deadlines due at the same instant: how fast they fire, and how late.
+/// `n` deadlines due at the same instant: how fast they fire, and how
+/// late; a deadline armed while they fire (the probe); the process's
+/// threads at their peak.
 struct BurstFigures {
     let deadlines: Int
-    let firedPerSecond: Double
+    /// How long each handler blocks (the firing pool's threads with it).
+    let blocking: Duration
+    /// Handlers run per second from the due instant to the last; nil when
+    /// handlers block (the run stops them once the probe is in).
+    let firedPerSecond: Double?
     let lateMedianMs: Double, lateP99Ms: Double, lateMaxMs: Double
     let early: Int
+    /// The probe (20 ms, armed 5 ms into the burst): how late its token was
+    /// seen cancelled, and how late its handler ran on a queue of its own.
+    let probeCancelLateMs: Double, probeHandlerLateMs: Double
+    let peakThreads: Int
 
     var summary: String {
-        let rate = String(format: "%.0f", firedPerSecond)
-        let late = [lateMedianMs, lateP99Ms, lateMaxMs].map { String(format: "%.2f", $0) }
-        return "\(deadlines) deadline sources due at one instant, a handler each (lockfree): \(rate) fired per second; "
-            + "late by \(late[0]) ms median, \(late[1]) ms p99, \(late[2]) ms at most; \(early) early"
+        func ms(_ x: Double) -> String { String(format: "%.2f ms", x) }
+        var parts = ["\(deadlines.formatted()) deadline sources due at one instant, a handler each on the firing thread"
+                     + (blocking > .zero ? " that blocks for \(blocking)" : "") + " (lockfree)"]
+        if let rate = firedPerSecond {
+            parts.append("\(String(format: "%.0f", rate)) fired per second")
+            parts.append("handlers late by \(ms(lateMedianMs)) median, \(ms(lateP99Ms)) p99, \(ms(lateMaxMs)) at most; \(early) early")
+        }
+        parts.append("a 20 ms deadline armed during it: cancelled \(ms(probeCancelLateMs)) late, its handler on its own queue \(ms(probeHandlerLateMs)) late")
+        parts.append("peak threads of the process \(peakThreads) (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+        return parts.joined(separator: "; ")
     }
 }
 
-func deadlineBurst(_ n: Int) -> BurstFigures {
+/// Threads of this process now (Linux: /proc/self/task; elsewhere 0).
+func processThreads() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
+}
+
+func milliseconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) * 1e3 + Double(d.components.attoseconds) / 1e15
+}
+
+func deadlineBurst(_ n: Int, blocking: Duration = .zero) -> BurstFigures {
     let lateness = UnsafeMutableBufferPointer<Int64>.allocate(capacity: n)
     defer { lateness.deallocate() }
     let index = Atomic<Int>(0)
+    let stopBlocking = Atomic<Bool>(false)
     let done = DispatchSemaphore(value: 0)
     // Long enough to create every source first (about 2 us each, twice
     // over): each deadline must still lie ahead when it is armed.
@@ -176,24 +202,54 @@ func deadlineBurst(_ n: Int) -> BurstFigures {
         let created = clock.now
         precondition(created < due, "the burst's lead is too short to create \(n) deadline sources")
         let s = CancelTokenSource(cancellingAfter: due - created)
-        // On the firing thread: the benchmark's main thread is blocked below.
+        // On the firing thread: the firing pool's.
         s.token.whenCancelled(on: .completingThread) {
             let late = clock.now - due
             let i = index.add(1, ordering: .relaxed).newValue - 1
             let (sec, atto) = late.components
             slots.buffer[i] = sec * 1_000_000_000 + atto / 1_000_000_000
+            if blocking > .zero && !stopBlocking.load(ordering: .relaxed) { Thread.sleep(forTimeInterval: milliseconds(blocking) / 1e3) }
             if i == n - 1 { done.signal() }
         }
         sources.append(s)
     }
+    // The probe, 5 ms into the burst.
+    var peak = processThreads()
+    while clock.now < due + .milliseconds(5) { usleep(500) }
+    let probeWait = Duration.milliseconds(20)
+    let probeDue = clock.now + probeWait
+    let probe = CancelTokenSource(cancellingAfter: probeWait)
+    let probeRan = DispatchSemaphore(value: 0)
+    let probeHandlerLate = Atomic<Int64>(0)
+    probe.token.whenCancelled(on: DispatchQueue(label: "bench.probe")) {
+        let (sec, atto) = (clock.now - probeDue).components
+        probeHandlerLate.store(sec * 1_000_000_000 + atto / 1_000_000_000, ordering: .relaxed)
+        probeRan.signal()
+    }
+    while !probe.token.isCancelled {
+        usleep(200)
+        peak = max(peak, processThreads())
+    }
+    let probeCancelLate = clock.now - probeDue
+    probeRan.wait()
+    if blocking > .zero {
+        // Handlers keep blocking for a while: the threads at their peak.
+        let until = clock.now + .milliseconds(500)
+        while clock.now < until { usleep(1_000); peak = max(peak, processThreads()) }
+        stopBlocking.store(true, ordering: .relaxed)
+    }
     done.wait()
     let fired = clock.now
+    peak = max(peak, processThreads())
     let sorted = lateness.sorted()
     let span = fired - due
-    let seconds = Double(span.components.seconds) + Double(span.components.attoseconds) / 1e18
-    return BurstFigures(deadlines: n, firedPerSecond: Double(n) / max(seconds, 1e-9),
+    return BurstFigures(deadlines: n, blocking: blocking,
+                        firedPerSecond: blocking > .zero ? nil : Double(n) / max(milliseconds(span) / 1e3, 1e-9),
                         lateMedianMs: Double(sorted[n / 2]) / 1e6, lateP99Ms: Double(sorted[n * 99 / 100]) / 1e6,
-                        lateMaxMs: Double(sorted[n - 1]) / 1e6, early: sorted.filter { $0 < 0 }.count)
+                        lateMaxMs: Double(sorted[n - 1]) / 1e6, early: sorted.filter { $0 < 0 }.count,
+                        probeCancelLateMs: milliseconds(probeCancelLate),
+                        probeHandlerLateMs: Double(probeHandlerLate.load(ordering: .relaxed)) / 1e6,
+                        peakThreads: peak)
 }
 
 struct UnsafeSendableBuffer: @unchecked Sendable { let buffer: UnsafeMutableBufferPointer<Int64> }

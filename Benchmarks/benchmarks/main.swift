@@ -360,12 +360,13 @@ for s in scenarios where filter.map({ s.name.contains($0) }) ?? true {
 
 // Deadlines due together (a full run only, or when asked for by name).
 let burstName = "deadlines expiring together"
-let burst: BurstFigures? = implFilter == nil && (filter.map { burstName.contains($0) } ?? true)
-    ? { () -> BurstFigures in
-        if !json { FileHandle.standardError.write("\(burstName)...\n".data(using: .utf8)!) }
-        return deadlineBurst(quick ? 100_000 : 1_000_000)
-    }()
-    : nil
+let bursts: [BurstFigures] = implFilter == nil && (filter.map { burstName.contains($0) } ?? true)
+    ? [(quick ? 100_000 : 1_000_000, Duration.zero), (quick ? 10_000 : 100_000, .zero),
+       (quick ? 2_000 : 20_000, .milliseconds(200))].map { n, blocking in
+        if !json { FileHandle.standardError.write("\(burstName), \(n)...\n".data(using: .utf8)!) }
+        return deadlineBurst(n, blocking: blocking)
+    }
+    : []
 
 @MainActor func fig(_ s: String, _ i: String) -> Figure? { figures.first { $0.scenario == s && $0.impl == i } }
 func fmt(_ x: Double) -> String { x >= 100 ? String(format: "%.0f", x) : String(format: "%.1f", x) }
@@ -398,10 +399,12 @@ if json {
     }
     var document: [String: Any] = ["machine": Machine.current.json, "date": ISO8601DateFormatter().string(from: Date()),
                                    "quick": quick, "figures": out, "memory": memoryFigures]
-    if let b = burst {
-        document["deadline_burst"] = ["deadlines": b.deadlines, "fired_per_second": b.firedPerSecond,
-                                      "late_median_ms": b.lateMedianMs, "late_p99_ms": b.lateP99Ms,
-                                      "late_max_ms": b.lateMaxMs, "early": b.early]
+    document["deadline_bursts"] = bursts.map { b -> [String: Any] in
+        ["deadlines": b.deadlines, "blocking_ms": milliseconds(b.blocking),
+         "fired_per_second": b.firedPerSecond.map { $0 as Any } ?? NSNull(),
+         "late_median_ms": b.lateMedianMs, "late_p99_ms": b.lateP99Ms, "late_max_ms": b.lateMaxMs, "early": b.early,
+         "probe_cancel_late_ms": b.probeCancelLateMs, "probe_handler_late_ms": b.probeHandlerLateMs,
+         "peak_threads": b.peakThreads]
     }
     let data = try! JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
     print(String(data: data, encoding: .utf8)!)
@@ -436,9 +439,8 @@ if json {
             print("- \(m.probe.name), \(m.probe.items) (\(m.probe.impl)): \(bytes)")
         }
     }
-    if let b = burst {
-        print("\n\(burstName): \(b.summary)")
-    }
+    if !bursts.isEmpty { print("\n\(burstName):") }
+    for b in bursts { print("- \(b.summary)") }
     print("\nscenarios:")
     for s in scenarios where names.contains(s.name) { print("- \(s.name): \(s.summary)") }
 }
