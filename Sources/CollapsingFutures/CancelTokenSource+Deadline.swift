@@ -12,10 +12,15 @@ extension CancelTokenSource {
     ///
     /// - The token is cancelled no earlier than `duration` after this
     ///   initializer is called, and at most about 1 ms plus scheduling
-    ///   later. Its handlers then run on a serial queue of the deadline's
-    ///   own (a handler registered on the main thread still runs on the
-    ///   main queue; `on:` still wins), never on the thread that created it,
-    ///   and never waiting for a global pool saturated by blocking work.
+    ///   later (plus, in a burst of deadlines due together, the firing of
+    ///   those ahead of it), by the timer's driver thread, whatever
+    ///   handlers do: `isCancelled` shows it at once even while every
+    ///   handler the library runs is blocked. Its handlers then run where
+    ///   they were registered: `on:` a queue there, one registered on the
+    ///   main thread on the main queue, and the rest on the library's
+    ///   firing pool (a few threads, shared by every timer's handlers: one
+    ///   that blocks for long should name a queue). The Threading article
+    ///   has the whole contract.
     /// - A zero duration returns a source whose token is already cancelled.
     ///   A duration of 100 years or more never fires: the token is
     ///   cancelled only by `cancel()`.
@@ -25,8 +30,9 @@ extension CancelTokenSource {
     ///   deadline goes at once — nothing stays armed, and nothing it holds
     ///   waits for the deadline — and the token becomes immortal,
     ///   discarding its handlers unrun, as for any source. Keep the source
-    ///   for as long as the deadline should stand. Released once the
-    ///   deadline has passed, the token is cancelled.
+    ///   for as long as the deadline should stand. Released at or after
+    ///   its due instant, the token is cancelled, however far behind the
+    ///   driver is: passed is the clock's word.
     /// - A negative duration is a programming error (stopped at once, with
     ///   a message, in release builds too).
     ///

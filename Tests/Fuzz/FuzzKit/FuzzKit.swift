@@ -150,8 +150,8 @@ public func runProgram(_ data: [UInt8]) throws {
     if let e = outcome.error { throw e }
     // Everything the program made is gone now: every captured object must be freed.
     queue.sync {}
-    // A fired deadline releases its handler on the deadline's own queue,
-    // right after running it: wait for that (bounded) before counting.
+    // A fired deadline's handler runs on the timers' firing pool and is
+    // released there right after: wait for that (bounded) before counting.
     _ = eventually { d.created.load(ordering: .relaxed) == d.freed.load(ordering: .relaxed) }
     let created = d.created.load(ordering: .relaxed), freed = d.freed.load(ordering: .relaxed)
     if created != freed {
