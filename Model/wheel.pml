@@ -95,11 +95,19 @@
  * debug_held name held_shown, which only tests and the benchmark read: no
  * decision of the wheel depends on it, so the model keeps no state for it.
  *
+ * Slices. cf_wheel.c fires at most CF_WHEEL_SLICE (1,024) of what came
+ * due in a pass and as many of its backlog (what earlier passes left, in
+ * the driver's own list), and starts the next pass at once while a
+ * backlog waits, without publishing a sleep tick. The model holds fewer
+ * entries than a slice, so each pass fires everything due, as here; an
+ * entry left in the backlog stays ARMED and is decided by the same
+ * fire_cas against cancel_cas when its turn comes.
+ *
  * @step drop_all      | drop_all           | cf_swift_deadline_event(d, CF_DL_DROP);
  * @step take_load     | take_inbox         | AO_t head = AO_load(W(&inbox));
  * @step take_cas      | take_inbox         | AO_t seen = AO_fetch_compare_and_swap_full(W(&inbox), head, 0);
  * @step sweep_test    | drive              | int swept = AO_load(W(&sweep_wanted)) ||
- * @step fire_cas      | drive              | if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
+ * @step fire_cas      | cf_wheel.c:fire    | if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
  * @step want_clear    | drive              | AO_store(W(&sweep_wanted), 0);
  * @step want_fence    | drive              | AO_store(W(&sweep_wanted), 0); >> AO_nop_full();
  * @step drop_count    | drive              | if (dropped) AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);

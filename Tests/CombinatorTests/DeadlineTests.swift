@@ -146,34 +146,66 @@ import TestSupport
 /// transition happens on time, whatever handlers do; handlers run where
 /// their registration says, user code never on the wheel's thread.
 @Suite(.serialized) struct TimerTransitions {
-    @Test func handlersThatBlockDelayNoTimerAndStartNoThreadPerFiring() async {
+    @Test func handlersThatBlockDelayNoTimerAndStartNoThreadPerFiring() {
         // More blocked handlers than Dispatch has threads (255 on Linux):
         // a thread or queue per firing could not cancel the late deadline.
+        // Synchronous, and the handlers released as soon as it has looked:
+        // while they block, the firing pool is theirs, and other tests'
+        // timers wait for it (as a user's would).
         let n = 300
         let started = Counter(), finished = Counter()
         let release = DispatchSemaphore(value: 0)
         let sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(2)) }
         for s in sources {
-            s.token.whenCancelled(on: nil) {
+            s.token.whenCancelled(on: .completingThread) {
                 started.increment()
                 release.wait()
                 finished.increment()
             }
         }
-        #expect(await eventually { sources.allSatisfy { $0.token.isCancelled } })
-        #expect(await eventually { started.value >= 1 })
-        // While they block: a new deadline is still cancelled, and its
-        // handler on a queue of its own still runs.
-        let late = CancelTokenSource(cancellingAfter: .milliseconds(5))
-        let ranOnItsQueue = Counter()
-        late.token.whenCancelled(on: DispatchQueue(label: "late")) { ranOnItsQueue.increment() }
-        #expect(await eventually { late.token.isCancelled })
-        #expect(await eventually { ranOnItsQueue.value == 1 })
-        #expect(started.value < n, "the handlers were to be still blocked")
+        do {
+            defer { for _ in 0..<n { release.signal() } }
+            #expect(eventually { sources.allSatisfy { $0.token.isCancelled } })
+            #expect(eventually { started.value >= 1 })
+            // While they block: a new deadline is still cancelled, and its
+            // handler on a queue of its own still runs.
+            let late = CancelTokenSource(cancellingAfter: .milliseconds(5))
+            let ranOnItsQueue = Counter()
+            late.token.whenCancelled(on: DispatchQueue(label: "late")) { ranOnItsQueue.increment() }
+            #expect(eventually { late.token.isCancelled })
+            #expect(eventually { ranOnItsQueue.value == 1 })
+            #expect(started.value < n, "the handlers were to be still blocked")
+            #expect(cf_firing_debug_started() <= cf_firing_threads())
+        }
+        #expect(eventually { finished.value == n })
         #expect(cf_firing_debug_started() <= cf_firing_threads())
-        for _ in 0..<n { release.signal() }
-        #expect(await eventually { finished.value == n })
-        #expect(cf_firing_debug_started() <= cf_firing_threads())
+    }
+
+    @Test func applicationQueuesHoldingEveryDispatchThreadDelayNoTimer() {
+        // 300 of the application's serial queues block: Dispatch (255
+        // threads on Linux) has none left. Timers use none of them.
+        // (Synchronous: the checks must not need Dispatch either.)
+        let n = 300
+        let release = DispatchSemaphore(value: 0)
+        let blocked = Counter(), done = Counter()
+        for i in 0..<n {
+            DispatchQueue(label: "app.\(i)").async {
+                blocked.increment()
+                release.wait()
+                done.increment()
+            }
+        }
+        do {
+            defer { for _ in 0..<n { release.signal() } }
+            #expect(eventually { blocked.value >= 200 })
+            let deadline = CancelTokenSource(cancellingAfter: .milliseconds(5))
+            let ran = Counter()
+            deadline.token.whenCancelled(on: .completingThread) { ran.increment() }
+            #expect(eventually { deadline.token.isCancelled })
+            #expect(eventually { ran.value == 1 })
+            #expect(blocked.value < n, "the queues were to be still blocked")
+        }
+        #expect(eventually { done.value == n })
     }
 
     @Test func deadlinesOfOneTickFireInTheOrderTheyWereArmed() async {
