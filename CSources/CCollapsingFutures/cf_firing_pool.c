@@ -42,6 +42,15 @@ int cf_firing_threads(void) {
     return cores < 2 ? 2 : cores > 64 ? 64 : (int)cores;
 }
 
+__thread int cf_firing_serving;
+
+size_t cf_firing_queued(void) {
+    pthread_mutex_lock(&lock);
+    size_t n = queue_groups;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 int cf_firing_debug_started(void) {
     pthread_mutex_lock(&lock);
     int n = started;
@@ -110,6 +119,7 @@ void cf_firing_publish(void) {
 // blocking handlers spread over the threads), runs them in order.
 static void *_Nullable serve(void *_Nullable unused) {
     (void)unused;
+    cf_firing_serving = 1;
     item *taken = NULL;
     size_t capacity = 0;
     for (;;) {

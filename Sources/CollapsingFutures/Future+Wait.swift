@@ -26,6 +26,12 @@ extension Future {
     ///   them is what completes this future, the wait never ends. After a
     ///   second blocked with such callbacks queued, it says so on standard
     ///   error (in release builds too). Prefer a continuation there.
+    /// - On a thread of the timers' firing pool (in a handler a timer's
+    ///   firing started), it holds one of its few threads: if every pool
+    ///   thread blocks so while what would end the wait waits for one, the
+    ///   wait never ends. After a second blocked while handlers wait for a
+    ///   pool thread, it says so on standard error (in release builds too).
+    ///   Register a handler that blocks on a queue of your own (`on:`).
     ///
     /// For command-line tools, tests and threads of your own. In async code
     /// use `get()`, which suspends instead of blocking a thread.
@@ -45,6 +51,7 @@ extension Future {
         // The semaphore counts every signal (the settle, and each hop sent
         // while this waits), so none is lost between a check and the wait.
         var told = queuedBehind == 0
+        var toldPool = cf_firing_on_pool_thread() == 0
         #if DEBUG
         var toldMain = !onMain
         #else
@@ -52,9 +59,18 @@ extension Future {
         #endif
         while _word & (_wCancelled | _wImmortal) == 0 {
             if onMain, _MainQueueHops.runOldest() { continue }
-            if told && toldMain {
+            if told && toldMain && toldPool {
                 wake.wait()
             } else if wake.wait(timeout: .now() + .seconds(1)) == .timedOut {
+                if !toldPool, case let waiting = cf_firing_queued(), waiting > 0 {
+                    toldPool = true
+                    _debugLog("""
+                        CollapsingFutures: Future.wait() has blocked a thread of the timers' firing pool for a second \
+                        while \(waiting) group(s) of handlers wait for a pool thread: if one of them completes \(self) \
+                        and every pool thread blocks like this one, this wait never ends. Register a continuation \
+                        instead, or register the handler that blocks on a queue of your own (on:).
+                        """)
+                }
                 if !told {
                     told = true
                     _debugLog("""
@@ -63,7 +79,7 @@ extension Future {
                         one of them completes \(self), this wait never ends. Register a continuation (then, thenDo, \
                         finallyDo) instead of blocking in one.
                         """)
-                } else {
+                } else if !toldMain {
                     #if DEBUG
                     toldMain = true
                     _debugLog("""

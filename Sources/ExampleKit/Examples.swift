@@ -274,6 +274,35 @@ public func waitInHandlerExample(seconds: Int) -> [String] {
     return out.all
 }
 
+// MARK: wait on the timers' firing pool — blocking the few threads it has.
+
+/// Handlers that a timer's firing starts on the cancelling thread run on
+/// the library's firing pool, a few threads. Each of these waits for a
+/// reply that never comes, so every pool thread blocks and the other
+/// handlers wait for one; the library says so after a second (in release
+/// builds too), and this gives up after `seconds` from another thread.
+public func waitOnTimerPoolExample(seconds: Int) -> [String] {
+    let out = Lines()
+    let giveUp = CancelTokenSource()
+    let reply = FutureSource<Int>()
+    let n = 200   // more than the pool has threads on any machine (at most 64)
+    let finished = DispatchSemaphore(value: 0)
+    let lock = NSLock()
+    nonisolated(unsafe) var gaveUp = 0
+    let deadlines = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(1)) }
+    for deadline in deadlines {
+        deadline.token.whenCancelled(on: .completingThread) {
+            if (try? reply.future.unless(giveUp.token).wait()) == nil { lock.withLock { gaveUp += 1 } }
+            finished.signal()
+        }
+    }
+    Thread.detachNewThread { sleep(UInt32(seconds)); giveUp.cancel() }
+    for _ in 0..<n { finished.wait() }
+    out.say("handlers that gave up: \(lock.withLock { gaveUp }) of \(n)")
+    withExtendedLifetime(deadlines) {}
+    return out.all
+}
+
 // MARK: wait for main-actor work — blocking the main thread it needs.
 
 /// On the main thread, waits for a future whose work runs on the main actor,

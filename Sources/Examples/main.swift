@@ -2,7 +2,7 @@
 // names: address-book, pipeline, retry, retry-failures, race, controller, view-model, and the
 // main-thread ones: main-queue, blocked-main, client-wait, client-semaphore;
 // nio-bridge (built with the package's NIO trait);
-// wait-in-handler, wait-for-main-actor (warn after a second, give up after two);
+// wait-in-handler, wait-for-main-actor, wait-on-timer-pool (warn after a second, give up after two);
 // `misuse <backoff-nan|negative-delay|force-get-pending|retry-negative-delay>` dies
 // with the library's message; none: all but the main-thread ones.
 import ExampleKit
@@ -19,7 +19,9 @@ let names = Array(CommandLine.arguments.dropFirst())
 // - client-semaphore: the same with a semaphore of the user's own: nothing
 //   runs the retries, and debug builds say so on standard error;
 // - wait-in-handler: a handler waiting for what its later sibling does;
-// - wait-for-main-actor: the main thread waiting for main-actor work.
+// - wait-for-main-actor: the main thread waiting for main-actor work;
+// - wait-on-timer-pool: handlers a timer started, each waiting, so that
+//   the firing pool's threads all block.
 let onTheMainThread: KeyValuePairs<String, () -> [String]> = [
     "main-queue": mainQueueExample,
     "blocked-main": blockedMainExample,
@@ -27,6 +29,7 @@ let onTheMainThread: KeyValuePairs<String, () -> [String]> = [
     "client-semaphore": { clientSemaphoreExample(seconds: 3) },
     "wait-in-handler": { waitInHandlerExample(seconds: 2) },
     "wait-for-main-actor": { waitForMainActorExample(seconds: 2) },
+    "wait-on-timer-pool": { waitOnTimerPoolExample(seconds: 2) },
 ]
 if names.count == 1, let example = onTheMainThread.first(where: { $0.key == names[0] }) {
     print("== \(example.key)")

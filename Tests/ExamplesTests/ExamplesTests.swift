@@ -104,6 +104,18 @@ import Testing
                 "stderr: \(errors)")
     }
 
+    /// Handlers a timer started that all wait, holding every thread of the
+    /// firing pool while others wait for one, are told why (in release
+    /// builds too), instead of hanging silently; here another thread ends
+    /// the waits.
+    @Test func waitingOnTheTimersFiringPoolIsExplained() throws {
+        let (status, lines, errors) = try runExamples("wait-on-timer-pool")
+        #expect(status == 0)
+        #expect(lines == ["== wait-on-timer-pool", "handlers that gave up: 200 of 200"])
+        #expect(errors.contains { $0.contains("Future.wait() has blocked a thread of the timers' firing pool for a second") },
+                "stderr: \(errors)")
+    }
+
     /// The main thread waiting for work that runs on the main actor cannot
     /// see it complete; a debug build says why on standard error instead of
     /// hanging silently. Here another thread ends the wait.

@@ -59,6 +59,15 @@ int cf_firing_threads(void);
 /// Threads the pool has started (tests, benchmark). Any thread.
 int cf_firing_debug_started(void);
 
+/// Groups handed over that no pool thread has taken yet. Any thread (takes
+/// the pool's mutex): `Future.wait()` on a pool thread asks, to say when
+/// blocking there may starve what could end the wait.
+size_t cf_firing_queued(void);
+
+/// 1 on a pool thread, 0 elsewhere (thread-local, no atomics).
+extern __thread int cf_firing_serving;
+static inline int cf_firing_on_pool_thread(void) { return cf_firing_serving; }
+
 #ifdef __cplusplus
 }
 #endif
