@@ -37,7 +37,9 @@ extension CancelTokenSource {
     ///   a message, in release builds too).
     ///
     /// Threading: create, cancel and release a deadline source on any
-    /// thread. Cost: one entry on the library's timing wheel (cf_wheel.h):
+    /// thread. Cost: the token's storage is also its entry on the
+    /// library's timing wheel (cf_wheel.h), two objects in all with the
+    /// source:
     /// arming is a lock-free push, cancelling one compare-and-swap, and one
     /// driver thread per process sleeps until the earliest deadline, so a
     /// million pending deadlines cost what a thousand do per operation.
@@ -45,8 +47,8 @@ extension CancelTokenSource {
     /// `retrying`) is such a deadline.
     public convenience init(cancellingAfter duration: Duration) {
         _Delay.check(duration, "duration", of: "CancelTokenSource(cancellingAfter:)")
-        let storage = _TokenStorage(terminal: duration == .zero ? _wCancelled : 0)
-        let timer = duration == .zero ? nil : _Timer.after(duration) { storage.settle(_wCancelled) }
-        self.init(_storage: storage, deadline: timer)
+        if duration == .zero { self.init(_storage: _TokenStorage(terminal: _wCancelled)); return }
+        guard let ns = _Delay.nanoseconds(duration) else { self.init(_storage: _TokenStorage(terminal: 0)); return }
+        self.init(_storage: _DeadlineStorage(cancellingAfter: ns))
     }
 }

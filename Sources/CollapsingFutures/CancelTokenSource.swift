@@ -11,15 +11,15 @@ import CCollapsingFutures
 public final class CancelTokenSource: Sendable, CustomStringConvertible {
     @usableFromInline let _storage: _TokenStorage
     let _cancelOnDeinit: Bool
-    /// A deadline source's timer (`init(cancellingAfter:)`), whose payload
-    /// cancels the token; `nil` for every other source.
-    let _deadline: _Timer?
+    /// A deadline source (`init(cancellingAfter:)`) whose deadline may
+    /// still fire: its storage is a `_DeadlineStorage`.
+    let _hasDeadline: Bool
 
     /// A source whose token becomes immortal if this source dies uncancelled.
     public init() {
         _storage = _TokenStorage(terminal: 0)
         _cancelOnDeinit = false
-        _deadline = nil
+        _hasDeadline = false
     }
 
     /// A source whose token is also cancelled when `token` is.
@@ -30,7 +30,7 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     public init(until token: CancelToken) {
         _storage = _TokenStorage(terminal: 0)
         _cancelOnDeinit = false
-        _deadline = nil
+        _hasDeadline = false
         _link(to: token)
     }
 
@@ -39,22 +39,25 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     public init(cancelOnDeinit: Bool) {
         _storage = _TokenStorage(terminal: 0)
         _cancelOnDeinit = cancelOnDeinit
-        _deadline = nil
+        _hasDeadline = false
     }
 
-    /// A source whose token `deadline` (a wheel timer) will cancel, unless
-    /// `deadline` is `nil` (never).
-    init(_storage storage: _TokenStorage, deadline: _Timer?) {
+    /// A source of `storage`, whose deadline will cancel its token when it
+    /// is a `_DeadlineStorage`.
+    init(_storage storage: _TokenStorage) {
         _storage = storage
         _cancelOnDeinit = false
-        _deadline = deadline
+        _hasDeadline = storage is _DeadlineStorage
     }
+
+    /// The storage as a deadline, for a deadline source.
+    var _deadline: _DeadlineStorage? { _hasDeadline ? unsafeDowncast(_storage, to: _DeadlineStorage.self) : nil }
 
     deinit {
         // A deadline the clock has reached has passed, whether or not the
         // driver has fired it yet (one that fired has cancelled the token):
-        // the token is cancelled, as the payload would do.
-        let deadlinePassed = _deadline.map { !$0.cancel() || $0.hasPassed } ?? false
+        // the token is cancelled, as the firing would do.
+        let deadlinePassed = _deadline.map { !$0.cancelDeadline() || $0.deadlinePassed } ?? false
         _storage.settle(_cancelOnDeinit || deadlinePassed ? _wCancelled : _wImmortal)
     }
 
@@ -72,7 +75,7 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     /// Cancels the token. Returns `false` if it was already cancelled.
     @discardableResult
     public func tryCancel() -> Bool {
-        _deadline?.cancel()
+        _deadline?.cancelDeadline()
         return _storage.settle(_wCancelled)
     }
 

@@ -4,8 +4,8 @@ import CCollapsingFutures
 /// whose payload is released the moment it is cancelled (not when the
 /// deadline passes).
 ///
-/// The object is the wheel's entry: its first stored property is the C
-/// `cf_deadline`, found from the entry as a node is (`_nodeOffset`). The
+/// The object is the wheel's entry: it holds the C `cf_deadline` at
+/// `_wheelEntryOffset`, where the callback finds it from the entry. The
 /// wheel holds one reference from arming until it hands the entry back
 /// (`_deadlineEvent`); whoever wins the entry's CAS out of ARMED — `cancel()`
 /// or the wheel's driver — owns `action` from then on, which is why the
@@ -18,13 +18,13 @@ import CCollapsingFutures
 /// cf_firing_pool.h), so a blocked handler delays no timer, and nothing on
 /// Dispatch's or Swift's pools can delay one either.
 final class _Timer: @unchecked Sendable {
-    /// Must stay the first stored property: the wheel's view of this timer.
-    private var _c = cf_deadline()
     @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
+    /// Must follow `action` (two words): the wheel's view of this timer,
+    /// `_wheelEntryOffset` into the object, as in a deadline source's
+    /// storage (`_DeadlineStorage`).
+    private var _c = cf_deadline()
 
-    private var _ptr: UnsafeMutablePointer<cf_deadline> {
-        _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_deadline.self)
-    }
+    private var _ptr: UnsafeMutablePointer<cf_deadline> { _wheelEntry(of: self) }
 
     /// A timer that runs `action` after `delay`, or `nil` when `delay` is
     /// 100 years or more (`_Delay.neverSeconds`: it would never fire; the
@@ -36,8 +36,7 @@ final class _Timer: @unchecked Sendable {
 
     private init(_ ns: Int64, _ action: @escaping @Sendable () -> Void) {
         self.action = action
-        assert(UnsafeRawPointer(_ptr) - _nodeOffset == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()),
-               "a timer's cf_deadline must be its first stored property")
+        assert(withUnsafeMutablePointer(to: &_c) { $0 } == _ptr, "a timer's cf_deadline must be at _wheelEntryOffset")
         // The wheel's reference, handed back by `_deadlineEvent`.
         _ = Unmanaged.passRetained(self)
         cf_deadline_arm(_ptr, UInt64(ns))
@@ -52,13 +51,6 @@ final class _Timer: @unchecked Sendable {
         return true
     }
 
-    /// The wheel's tick this timer is due at (tests: the order of firings).
-    var dueTick: UInt64 { cf_deadline_tick(_ptr) }
-
-    /// Whether the clock has reached this timer's deadline, whether or not
-    /// the driver has fired it yet (`cf_deadline_passed`).
-    var hasPassed: Bool { cf_deadline_passed(_ptr) != 0 }
-
     /// The wheel's driver won this timer: its payload makes the transition
     /// here, on the driver's thread. Releasing it runs no user code: a
     /// source it held that dies makes its future immortal, which discards
@@ -70,11 +62,29 @@ final class _Timer: @unchecked Sendable {
     }
 }
 
+/// Where an entry's `cf_deadline` lies in its owner, a `_Timer` or a
+/// `_DeadlineStorage`: after the object header and two words (a timer's
+/// payload, a storage's `cf_token`). Both check it in `init` (debug builds).
+@inline(__always)
+var _wheelEntryOffset: Int { _nodeOffset + MemoryLayout<cf_token>.stride }
+
+@inline(__always)
+func _wheelEntry(of owner: AnyObject) -> UnsafeMutablePointer<cf_deadline> {
+    (UnsafeMutableRawPointer(Unmanaged.passUnretained(owner).toOpaque()) + _wheelEntryOffset)
+        .assumingMemoryBound(to: cf_deadline.self)
+}
+
 /// The wheel's callback for every entry (cf_wheel.h): takes back the
-/// wheel's reference, and hands the payload on when the entry fired. Runs
-/// on the driver's thread.
+/// wheel's reference, and makes the transition when the entry fired: a
+/// deadline source's storage cancels its token, a timer runs its payload.
+/// Runs on the driver's thread.
 @_cdecl("cf_swift_deadline_event")
 func _deadlineEvent(_ d: UnsafeMutablePointer<cf_deadline>, _ event: Int32) {
-    let timer = Unmanaged<_Timer>.fromOpaque(UnsafeRawPointer(d) - _nodeOffset).takeRetainedValue()
-    if event == CF_DL_FIRE.rawValue { timer.fire() }
+    let owner = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(d) - _wheelEntryOffset).takeRetainedValue()
+    guard event == CF_DL_FIRE.rawValue else { return }
+    if ObjectIdentifier(type(of: owner)) == ObjectIdentifier(_DeadlineStorage.self) {
+        unsafeDowncast(owner, to: _DeadlineStorage.self).settle(_wCancelled)
+    } else {
+        unsafeDowncast(owner, to: _Timer.self).fire()
+    }
 }
