@@ -52,9 +52,12 @@ final class HandlerRecord: @unchecked Sendable {
 
 /// A deadline source (`CancelTokenSource(cancellingAfter:)`) with one
 /// handler, and what happened to it: armed, cancelled or released by any
-/// thread while the wheel's driver may fire it.
+/// thread while the wheel's driver may fire it. `hasUnless`: the handler
+/// was registered with a pool token as `unless:`, which may remove it
+/// while the firing pool has it queued.
 final class DeadlineRecord: @unchecked Sendable {
     let duration: Duration
+    var hasUnless = false
     let fires: Bool          // a duration short enough to wait for
     let token: CancelToken
     let created = ContinuousClock.now
@@ -356,12 +359,13 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 let called = Cell(0)
                 let out = Future<Int>.withTimeout(.seconds(Int64.max), unless: tokensC[ui]) { _ in called.add(); return fA }
                 combinatorLog.withLock { $0.append(.timeout(a: fa, u: ui, called: called, out: out)) }
-            case 17:        // a deadline source, with a handler; then cancel it, release it or keep it
+            case 17:        // a deadline source, with a handler (variant 1: with `unless:`); then cancel it, release it or keep it
                 let r = DeadlineRecord(a)
                 let cap = Captured(d)
                 // Not capturing `r`: it holds the source, whose token holds this handler.
                 let (created, duration, tried, early, runs) = (r.created, r.duration, r.cancelTried, r.early, r.runs)
-                r.token.whenCancelled {
+                r.hasUnless = variant == 1
+                r.token.whenCancelled(unless: variant == 1 ? tokensC[ui] : .immortal) {
                     _ = cap
                     if tried.load() == 0 && ContinuousClock.now - created < duration { early.add() }
                     runs.add()
@@ -433,19 +437,22 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
         }
     }
     for r in deadlineLog.withLock({ $0 }) {
-        // A kept short deadline fires (its handler runs on a queue of the
-        // deadline's own, right after the token is cancelled).
+        // A kept short deadline fires (its handler runs on the timers'
+        // firing pool, right after the token is cancelled, unless its
+        // `unless:` token came first).
         if r.fires && !r.released && !eventually({ r.token.isCancelled }) {
             throw fail("a \(r.duration) deadline never fired")
         }
-        if r.token.isCancelled && !eventually({ r.runs.load() == 1 }) {
+        if r.token.isCancelled && !r.hasUnless && !eventually({ r.runs.load() == 1 }) {
             throw fail("a cancelled deadline's handler ran \(r.runs.load()) times")
         }
         let state = r.token.state
         if r.runs.load() > 1 { throw fail("a deadline's handler ran \(r.runs.load()) times") }
-        if (r.runs.load() == 1) != (state == .cancelled) { throw fail("a deadline's handler ran \(r.runs.load()) times, token \(state)") }
+        if r.runs.load() == 1 && state != .cancelled || !r.hasUnless && r.runs.load() == 0 && state == .cancelled {
+            throw fail("a deadline's handler ran \(r.runs.load()) times, token \(state)")
+        }
         if r.early.load() != 0 { throw fail("a \(r.duration) deadline fired early") }
-        if r.cancelWon.load() == 1 && r.ranAfterCancelWon.load() != 1 {
+        if r.cancelWon.load() == 1 && !r.hasUnless && r.ranAfterCancelWon.load() != 1 {
             throw fail("tryCancel() won but the handler had not run on its return")
         }
         if r.released && state == .stillCancellable { throw fail("a released deadline source's token is still cancellable") }
