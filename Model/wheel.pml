@@ -98,15 +98,16 @@
  * Slices. cf_wheel.c fires at most CF_WHEEL_SLICE (1,024) of what came
  * due in a pass and as many of its backlog (what earlier passes left, in
  * the driver's own list), and starts the next pass at once while a
- * backlog waits, without publishing a sleep tick. The model holds fewer
- * entries than a slice, so each pass fires everything due, as here; an
- * entry left in the backlog stays ARMED and is decided by the same
- * fire_cas against cancel_cas when its turn comes.
+ * backlog waits, without publishing a sleep tick, and sweeps only once
+ * the backlog is empty. The model holds fewer entries than a slice, so
+ * each pass fires everything due and the backlog is always empty, as
+ * here; an entry left in the backlog stays ARMED and is decided by the
+ * same fire_cas against cancel_cas when its turn comes.
  *
  * @step drop_all      | drop_all           | cf_swift_deadline_event(d, CF_DL_DROP);
  * @step take_load     | take_inbox         | AO_t head = AO_load(W(&inbox));
  * @step take_cas      | take_inbox         | AO_t seen = AO_fetch_compare_and_swap_full(W(&inbox), head, 0);
- * @step sweep_test    | drive              | int swept = AO_load(W(&sweep_wanted)) ||
+ * @step sweep_test    | drive              | int swept = backlog.head == NULL && (AO_load(W(&sweep_wanted)) ||
  * @step fire_cas      | cf_wheel.c:fire    | if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
  * @step want_clear    | drive              | AO_store(W(&sweep_wanted), 0);
  * @step want_fence    | drive              | AO_store(W(&sweep_wanted), 0); >> AO_nop_full();

@@ -81,6 +81,29 @@ void cf_firing_end_group(void) {
 
 static void *_Nullable serve(void *_Nullable unused);
 
+static void start_thread(void) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    int failed = pthread_create(&thread, &attr, serve, NULL);
+    pthread_attr_destroy(&attr);
+    if (failed) {
+        // No thread to run what timers hand over: say so.
+        fprintf(stderr, "CollapsingFutures: cannot start a timer firing thread (pthread_create: %s)\n",
+                strerror(failed));
+        abort();
+    }
+}
+
+// Under `lock`: whether a thread should be started now (groups wait, none
+// is idle, and the pool may grow); counts it as started.
+static int needs_thread(void) {
+    if (queue_groups == 0 || idle > 0 || started >= cf_firing_threads()) return 0;
+    started++;
+    return 1;
+}
+
 void cf_firing_publish(void) {
     cf_firing_end_group();
     if (pending_groups == 0) return;
@@ -91,32 +114,26 @@ void cf_firing_publish(void) {
     queue_groups += groups;
     // Wake the idle threads the new groups need; start one more thread
     // when every started one is busy.
-    int wake = idle, start = 0;
+    int wake = idle;
     if ((size_t)wake > groups) wake = (int)groups;
-    if (idle == 0 && started < cf_firing_threads()) { started++; start = 1; }
+    int start = needs_thread();
     pthread_mutex_unlock(&lock);
     pending_head = pending_tail = NULL;
     pending_groups = 0;
     if (wake == 1) pthread_cond_signal(&work); else if (wake > 1) pthread_cond_broadcast(&work);
-    if (start) {
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_t thread;
-        int failed = pthread_create(&thread, &attr, serve, NULL);
-        pthread_attr_destroy(&attr);
-        if (failed) {
-            // No thread to run what timers hand over: say so.
-            fprintf(stderr, "CollapsingFutures: cannot start a timer firing thread (pthread_create: %s)\n",
-                    strerror(failed));
-            abort();
-        }
-    }
+    if (start) start_thread();
 }
 
-// A pool thread: takes some groups (more when many wait, so the lock is
-// taken once per several while a burst drains; one when few wait, so
-// blocking handlers spread over the threads), runs them in order.
+// The items of the running group still to run after the running one (this
+// thread's; cf_firing_waiting_behind).
+static __thread size_t behind;
+
+size_t cf_firing_waiting_behind(void) { return behind; }
+
+// A pool thread: takes one group at a time (so a handler that blocks holds
+// back only the rest of its own group, and the others go to other
+// threads), runs it in order. A thread that takes a group while others
+// still wait and no thread is idle starts one more (up to the bound).
 static void *_Nullable serve(void *_Nullable unused) {
     (void)unused;
     cf_firing_serving = 1;
@@ -129,12 +146,9 @@ static void *_Nullable serve(void *_Nullable unused) {
             pthread_cond_wait(&work, &lock);
             idle--;
         }
-        size_t want = queue_groups / (2 * (size_t)started);
-        if (want < 1) want = 1;
-        if (want > 64) want = 64;
         size_t n = 0;
         chunk *done = NULL;
-        while (want > 0) {
+        for (;;) {
             if (n == capacity) {
                 capacity = capacity ? capacity * 2 : 256;
                 taken = realloc(taken, capacity * sizeof(item));
@@ -142,7 +156,6 @@ static void *_Nullable serve(void *_Nullable unused) {
             }
             item it = queue_head->items[queue_pos++];
             taken[n++] = it;
-            if ((uintptr_t)it.node & GROUP_END) { want--; queue_groups--; }
             if (queue_pos == queue_head->len) {
                 chunk *c = queue_head;
                 queue_head = c->next;
@@ -151,12 +164,18 @@ static void *_Nullable serve(void *_Nullable unused) {
                 c->next = done;
                 done = c;
             }
+            if ((uintptr_t)it.node & GROUP_END) break;
         }
+        queue_groups--;
+        int start = needs_thread();
         pthread_mutex_unlock(&lock);
+        if (start) start_thread();
         while (done) { chunk *c = done; done = c->next; free(c); }
         for (size_t i = 0; i < n; i++) {
+            behind = n - 1 - i;
             cf_swift_firing_run((cf_node *)((uintptr_t)taken[i].node & ~GROUP_END), taken[i].unless);
         }
+        behind = 0;
     }
     return NULL;
 }

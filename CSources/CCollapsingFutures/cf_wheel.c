@@ -142,12 +142,14 @@ static void *_Nullable drive(void *_Nullable unused) {
             backlog.tail = due.tail;
         }
         fire(&backlog, &gone);
-        cf_firing_publish();
         size_t dropped = drop_all(gone);
         // After what is due has fired (a sweep of a big wheel takes a
         // while): the canceller that asked for a sweep, or one that crossed
-        // the mark while the last one was asked for.
-        int swept = AO_load(W(&sweep_wanted)) || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at));
+        // the mark while the last one was asked for. Not while a backlog
+        // waits: the cancelled entries it holds (counted in `cancels`, not
+        // in `held`) go as the backlog reaches them, and a sweep of the
+        // slots, which cannot see them, would run on every pass.
+        int swept = backlog.head == NULL && (AO_load(W(&sweep_wanted)) || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at)));
         if (swept) {
             gone = NULL;
             cf_slots_sweep(&wheel, &gone);
@@ -170,6 +172,9 @@ static void *_Nullable drive(void *_Nullable unused) {
         size_t held = wheel.held;
         AO_store(W(&sweep_at), held / 2 > CF_WHEEL_SWEEP_MIN ? held / 2 : CF_WHEEL_SWEEP_MIN);
         AO_store(W(&held_shown), held);
+        // What the pass handed to the firing pool (its firings, and what the
+        // drops released), before the next pass or the sleep.
+        cf_firing_publish();
 
         // A backlog: the next pass at once (the clock and the inbox first).
         if (backlog.head) continue;

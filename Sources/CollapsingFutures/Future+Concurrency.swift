@@ -66,8 +66,17 @@ extension Future {
         // not publish its success first (the token fails the future).
         token._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) { [self] in
             let claimed = _takeClaim()
-            task.cancel()
-            claimed?._withUnsafeGuaranteedRef { $0._complete(.failure(CancellationError())) }
+            if cf_wheel_on_driver_thread() != 0 {
+                // The timer driver fails the future now, and leaves the
+                // cancel, which runs the task's cancellation handlers (user
+                // code), to the firing pool; the claim already stops an
+                // answer the operation gives meanwhile.
+                claimed?._withUnsafeGuaranteedRef { $0._complete(.failure(CancellationError())) }
+                _runOffTheDriver { task.cancel() }
+            } else {
+                task.cancel()
+                claimed?._withUnsafeGuaranteedRef { $0._complete(.failure(CancellationError())) }
+            }
         }
     }
 }

@@ -38,7 +38,9 @@ extension Future {
     public func wait() throws -> Value {
         if let r = result { return try r.get() }
         if _word & _wImmortal != 0 { throw _immortal(throwing: "wait()") }
-        let queuedBehind = cf_drain_waiting_count()
+        // Its later siblings: in this thread's drain, and, on the firing
+        // pool, the rest of the group this handler belongs to.
+        let queuedBehind = cf_drain_waiting_count() + cf_firing_waiting_behind()
         // What settles on this thread while it blocks (the hops run below)
         // drains at once instead of queuing behind the blocked callback.
         let aside = cf_drain_set_aside()

@@ -45,7 +45,9 @@ extension Task where Failure == any Error {
         self = _startTask(isolation: isolation, priority: priority, cancelledBy: token, operation) { _ in registration.finish() }
         let task = self
         // Bookkeeping, not a user handler: inline on the cancelling thread
-        // (a main-queue hop would never run under a blocked main thread).
-        registration.attach(token._whenCancelledInline(unless: .immortal) { task.cancel() })
+        // (a main-queue hop would never run under a blocked main thread),
+        // except the timer driver's: `cancel()` runs the task's cancellation
+        // handlers, which are user code.
+        registration.attach(token._whenCancelledInline(unless: .immortal) { _runOffTheDriver { task.cancel() } })
     }
 }

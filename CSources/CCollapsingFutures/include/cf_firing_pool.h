@@ -8,9 +8,12 @@
 // never a timer. A handler registered `on:` a queue, or bound for the main
 // queue, is sent there by the driver itself (an asynchronous submission).
 //
-// Threads: at most cf_firing_threads() (the machine's cores, at least 2),
-// started one at a time as work finds every started one busy, never
-// stopped. Nothing here runs on Dispatch's or Swift's pools.
+// Threads: at most cf_firing_threads() (the machine's cores, at least 2,
+// at most 64), started one at a time as work finds every started one busy
+// (when groups are handed over, or when a thread takes one and others
+// still wait), never stopped. A thread takes one group at a time, so a
+// handler that blocks holds back only the rest of its own group. Nothing
+// here runs on Dispatch's or Swift's pools.
 //
 // Order: what one firing hands over is one group, run in order on one
 // pool thread (a token's handlers run in registration order, and what a
@@ -63,6 +66,11 @@ int cf_firing_debug_started(void);
 /// the pool's mutex): `Future.wait()` on a pool thread asks, to say when
 /// blocking there may starve what could end the wait.
 size_t cf_firing_queued(void);
+
+/// On a pool thread, the items of the running group still to run after
+/// the running one (its later siblings, in the core's terms): only this
+/// thread runs them. 0 elsewhere. Thread-local, no atomics.
+size_t cf_firing_waiting_behind(void);
 
 /// 1 on a pool thread, 0 elsewhere (thread-local, no atomics).
 extern __thread int cf_firing_serving;

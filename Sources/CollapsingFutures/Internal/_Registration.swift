@@ -225,6 +225,17 @@ func _hop(to queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
     if _MainQueueHops.isMain(queue) { _MainQueueHops.send(work) } else { queue.async(execute: work) }
 }
 
+/// Runs `work` here, or, on the timer driver's thread, on the firing pool
+/// (cf_firing_pool.h): for the library's bookkeeping that ends in user
+/// code, such as `Task.cancel()`, which runs the task's cancellation
+/// handlers where it is called. The driver never runs user code.
+func _runOffTheDriver(_ work: @escaping @Sendable () -> Void) {
+    guard cf_wheel_on_driver_thread() != 0 else { return work() }
+    let node = _HandlerNode._make(work)
+    node._policy = .completingThread
+    _NodeRef(node._ptr)._runAfterHop(to: .completingThread, unless: .immortal)
+}
+
 /// Runs `body` here and now as one inline run of a handler or continuation,
 /// counted, so that registrations nested too deep queue on this thread's
 /// drain instead of recursing (cf_core.h, "Stack depth").

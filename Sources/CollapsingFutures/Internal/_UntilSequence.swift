@@ -18,7 +18,7 @@ struct _UntilSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable w
             let registration = withUnsafeCurrentTask { task -> CancelRegistration? in
                 guard let task else { return nil }
                 waiting.start(_UnsafeTaskHandle(task: task))
-                return token._whenCancelledInline(unless: .immortal) { waiting.cancelIfWaiting() }
+                return token._whenCancelledInline(unless: .immortal) { _runOffTheDriver { waiting.cancelIfWaiting() } }
             }
             let element: Base.Element?
             do {
