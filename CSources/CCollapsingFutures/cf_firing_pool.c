@@ -19,9 +19,17 @@ typedef struct item {
 
 typedef struct chunk {
     struct chunk *_Nullable next;
-    size_t len;
+    size_t pos, len;               // items [pos, len) are still to take
     item items[CHUNK_ITEMS];
 } chunk;
+
+static chunk *new_chunk(void) {
+    chunk *c = malloc(sizeof(chunk));
+    if (c == NULL) { fputs("CollapsingFutures: out of memory in the firing pool\n", stderr); abort(); }
+    c->next = NULL;
+    c->pos = c->len = 0;
+    return c;
+}
 
 // ---- the driver's own: items not yet handed over -------------------------
 static chunk *_Nullable pending_head, *_Nullable pending_tail;
@@ -32,17 +40,19 @@ static int open_group;       // items added since the last group end
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static chunk *_Nullable queue_head, *_Nullable queue_tail;
-static size_t queue_pos;     // the next item to take in queue_head
 static size_t queue_groups;  // groups handed over, not yet taken
 static int idle;             // threads waiting for work
 static int started;          // threads started
+
+// ---- each pool thread's own: the batch it took ---------------------------
+__thread int cf_firing_serving;
+static __thread item *_Nullable batch;
+static __thread size_t batch_capacity, batch_next, batch_len, group_end;
 
 int cf_firing_threads(void) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     return cores < 2 ? 2 : cores > 64 ? 64 : (int)cores;
 }
-
-__thread int cf_firing_serving;
 
 size_t cf_firing_queued(void) {
     pthread_mutex_lock(&lock);
@@ -60,10 +70,7 @@ int cf_firing_debug_started(void) {
 
 void cf_firing_add(cf_node *node, void *_Nullable unless) {
     if (pending_tail == NULL || pending_tail->len == CHUNK_ITEMS) {
-        chunk *c = malloc(sizeof(chunk));
-        if (c == NULL) { fputs("CollapsingFutures: out of memory in the firing pool\n", stderr); abort(); }
-        c->next = NULL;
-        c->len = 0;
+        chunk *c = new_chunk();
         if (pending_tail) pending_tail->next = c; else pending_head = c;
         pending_tail = c;
     }
@@ -96,10 +103,16 @@ static void start_thread(void) {
     }
 }
 
-// Under `lock`: whether a thread should be started now (groups wait, none
-// is idle, and the pool may grow); counts it as started.
-static int needs_thread(void) {
-    if (queue_groups == 0 || idle > 0 || started >= cf_firing_threads()) return 0;
+// Under `lock`, after groups were queued: wakes the idle threads they
+// need, or, when none is idle, starts one more (up to the bound). Returns
+// whether to start a thread (the caller does, after unlocking).
+static int wake_or_grow(size_t groups) {
+    if (groups == 0) return 0;
+    if (idle > 0) {
+        if (groups == 1 || idle == 1) pthread_cond_signal(&work); else pthread_cond_broadcast(&work);
+        return 0;
+    }
+    if (started >= cf_firing_threads()) return 0;
     started++;
     return 1;
 }
@@ -107,38 +120,56 @@ static int needs_thread(void) {
 void cf_firing_publish(void) {
     cf_firing_end_group();
     if (pending_groups == 0) return;
-    size_t groups = pending_groups;
     pthread_mutex_lock(&lock);
-    if (queue_tail) queue_tail->next = pending_head; else { queue_head = pending_head; queue_pos = 0; }
+    if (queue_tail) queue_tail->next = pending_head; else queue_head = pending_head;
     queue_tail = pending_tail;
-    queue_groups += groups;
-    // Wake the idle threads the new groups need; start one more thread
-    // when every started one is busy.
-    int wake = idle;
-    if ((size_t)wake > groups) wake = (int)groups;
-    int start = needs_thread();
+    queue_groups += pending_groups;
+    int start = wake_or_grow(pending_groups);
     pthread_mutex_unlock(&lock);
     pending_head = pending_tail = NULL;
     pending_groups = 0;
-    if (wake == 1) pthread_cond_signal(&work); else if (wake > 1) pthread_cond_broadcast(&work);
     if (start) start_thread();
 }
 
-// The items of the running group still to run after the running one (this
-// thread's; cf_firing_waiting_behind).
-static __thread size_t behind;
+size_t cf_firing_waiting_behind(void) {
+    return cf_firing_serving && batch_next < batch_len ? group_end - (batch_next - 1) : 0;
+}
 
-size_t cf_firing_waiting_behind(void) { return behind; }
+void cf_firing_blocking(void) {
+    // The groups of this thread's batch after the running one go back to
+    // the front of the queue, in order, for other threads.
+    if (!cf_firing_serving || group_end + 1 >= batch_len) return;
+    size_t from = group_end + 1, groups = 0;
+    chunk *first = NULL, *last = NULL;
+    for (size_t i = from; i < batch_len; i++) {
+        if (last == NULL || last->len == CHUNK_ITEMS) {
+            chunk *c = new_chunk();
+            if (last) last->next = c; else first = c;
+            last = c;
+        }
+        last->items[last->len++] = batch[i];
+        if ((uintptr_t)batch[i].node & GROUP_END) groups++;
+    }
+    batch_len = from;
+    pthread_mutex_lock(&lock);
+    last->next = queue_head;
+    queue_head = first;
+    if (queue_tail == NULL) queue_tail = last;
+    queue_groups += groups;
+    int start = wake_or_grow(groups);
+    pthread_mutex_unlock(&lock);
+    if (start) start_thread();
+}
 
-// A pool thread: takes one group at a time (so a handler that blocks holds
-// back only the rest of its own group, and the others go to other
-// threads), runs it in order. A thread that takes a group while others
-// still wait and no thread is idle starts one more (up to the bound).
+// A pool thread: takes a batch of groups (more when many wait, so that a
+// burst takes the lock once per many; one when few wait, so that
+// handlers that block spread over the threads), runs it in order. When it
+// leaves groups waiting and no thread is idle, it starts one more (up to
+// the bound). A handler that blocks in Future.wait() hands the rest of the
+// batch back first (cf_firing_blocking).
 static void *_Nullable serve(void *_Nullable unused) {
     (void)unused;
     cf_firing_serving = 1;
-    item *taken = NULL;
-    size_t capacity = 0;
     for (;;) {
         pthread_mutex_lock(&lock);
         while (queue_groups == 0) {
@@ -146,36 +177,47 @@ static void *_Nullable serve(void *_Nullable unused) {
             pthread_cond_wait(&work, &lock);
             idle--;
         }
+        size_t want = queue_groups / (2 * (size_t)started);
+        if (want < 1) want = 1;
+        if (want > 64) want = 64;
+        queue_groups -= want;
         size_t n = 0;
         chunk *done = NULL;
-        for (;;) {
-            if (n == capacity) {
-                capacity = capacity ? capacity * 2 : 256;
-                taken = realloc(taken, capacity * sizeof(item));
-                if (taken == NULL) { fputs("CollapsingFutures: out of memory in the firing pool\n", stderr); abort(); }
+        while (want > 0) {
+            if (n == batch_capacity) {
+                batch_capacity = batch_capacity ? batch_capacity * 2 : 256;
+                batch = realloc(batch, batch_capacity * sizeof(item));
+                if (batch == NULL) { fputs("CollapsingFutures: out of memory in the firing pool\n", stderr); abort(); }
             }
-            item it = queue_head->items[queue_pos++];
-            taken[n++] = it;
-            if (queue_pos == queue_head->len) {
+            item it = queue_head->items[queue_head->pos++];
+            batch[n++] = it;
+            if ((uintptr_t)it.node & GROUP_END) want--;
+            if (queue_head->pos == queue_head->len) {
                 chunk *c = queue_head;
                 queue_head = c->next;
                 if (queue_head == NULL) queue_tail = NULL;
-                queue_pos = 0;
                 c->next = done;
                 done = c;
             }
-            if ((uintptr_t)it.node & GROUP_END) break;
         }
-        queue_groups--;
-        int start = needs_thread();
+        // Groups left waiting and no thread idle (an idle one was woken when
+        // they came): one more starts, up to the bound.
+        int start = 0;
+        if (queue_groups > 0 && idle == 0 && started < cf_firing_threads()) { started++; start = 1; }
         pthread_mutex_unlock(&lock);
         if (start) start_thread();
         while (done) { chunk *c = done; done = c->next; free(c); }
-        for (size_t i = 0; i < n; i++) {
-            behind = n - 1 - i;
-            cf_swift_firing_run((cf_node *)((uintptr_t)taken[i].node & ~GROUP_END), taken[i].unless);
+        batch_len = n;
+        group_end = 0;
+        for (batch_next = 0; batch_next < batch_len;) {
+            size_t i = batch_next++;
+            if (i == 0 || i > group_end) {
+                group_end = i;
+                while (!((uintptr_t)batch[group_end].node & GROUP_END)) group_end++;
+            }
+            cf_swift_firing_run((cf_node *)((uintptr_t)batch[i].node & ~GROUP_END), batch[i].unless);
         }
-        behind = 0;
+        batch_len = batch_next = group_end = 0;
     }
     return NULL;
 }

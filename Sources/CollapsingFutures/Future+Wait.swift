@@ -39,8 +39,10 @@ extension Future {
         if let r = result { return try r.get() }
         if _word & _wImmortal != 0 { throw _immortal(throwing: "wait()") }
         // Its later siblings: in this thread's drain, and, on the firing
-        // pool, the rest of the group this handler belongs to.
+        // pool, the rest of the group this handler belongs to. The pool's
+        // other groups this thread took go back for other threads.
         let queuedBehind = cf_drain_waiting_count() + cf_firing_waiting_behind()
+        cf_firing_blocking()
         // What settles on this thread while it blocks (the hops run below)
         // drains at once instead of queuing behind the blocked callback.
         let aside = cf_drain_set_aside()

@@ -181,6 +181,37 @@ import TestSupport
         #expect(cf_firing_debug_started() <= cf_firing_threads())
     }
 
+    @Test func aHandlerWaitingOnThePoolForALaterFiringHandsItsBatchBack() {
+        // Every pool thread is held while 300 firings queue up, so that the
+        // threads, once free, take them in batches. The first firing's
+        // handler waits for what the second's sets: blocking in wait(), it
+        // hands the rest of its batch back, and another thread runs the
+        // second. (Kept, it would wait for its own batch forever.)
+        let threads = Int(cf_firing_threads())
+        let holding = Counter(), hold = DispatchSemaphore(value: 0)
+        let holders = (0..<threads).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(1)) }
+        for h in holders { h.token.whenCancelled(on: .completingThread) { holding.increment(); hold.wait() } }
+        #expect(eventually { holding.value == threads })
+        let n = 300
+        let second = FutureSource<Int>(), giveUp = CancelTokenSource()
+        let got = Locked<Int?>(nil)
+        let sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(1)) }
+        sources[0].token.whenCancelled(on: .completingThread) {
+            let v = try? second.future.unless(giveUp.token).wait()
+            got.withLock { $0 = v }
+        }
+        sources[1].token.whenCancelled(on: .completingThread) { second.trySetResult(7) }
+        for s in sources.dropFirst(2) { s.token.whenCancelled(on: .completingThread) {} }
+        #expect(eventually { sources.allSatisfy { $0.token.isCancelled } })
+        #expect(eventually { cf_firing_queued() >= n / 2 }, "the firings were to wait for a pool thread")
+        for _ in 0..<threads { hold.signal() }
+        let answered = eventually { got.withLock { $0 } != nil }
+        giveUp.cancel()
+        #expect(answered)
+        #expect(got.withLock { $0 } == 7)
+        withExtendedLifetime(holders) {}
+    }
+
     @Test func applicationQueuesHoldingEveryDispatchThreadDelayNoTimer() {
         // 300 of the application's serial queues block: Dispatch (255
         // threads on Linux) has none left. Timers use none of them.

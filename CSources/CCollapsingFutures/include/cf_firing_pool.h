@@ -10,10 +10,12 @@
 //
 // Threads: at most cf_firing_threads() (the machine's cores, at least 2,
 // at most 64), started one at a time as work finds every started one busy
-// (when groups are handed over, or when a thread takes one and others
-// still wait), never stopped. A thread takes one group at a time, so a
-// handler that blocks holds back only the rest of its own group. Nothing
-// here runs on Dispatch's or Swift's pools.
+// (when groups are handed over, or when a thread takes some and others
+// still wait), never stopped. A thread takes a batch of groups: one when
+// few wait, up to 64 when many do (a burst takes the lock once per many).
+// A handler that blocks holds back the rest of its batch, unless it blocks
+// in Future.wait(), which hands the batch's later groups back first
+// (cf_firing_blocking). Nothing here runs on Dispatch's or Swift's pools.
 //
 // Order: what one firing hands over is one group, run in order on one
 // pool thread (a token's handlers run in registration order, and what a
@@ -71,6 +73,12 @@ size_t cf_firing_queued(void);
 /// the running one (its later siblings, in the core's terms): only this
 /// thread runs them. 0 elsewhere. Thread-local, no atomics.
 size_t cf_firing_waiting_behind(void);
+
+/// On a pool thread about to block (Future.wait()): the groups of its
+/// batch after the running one go back to the front of the queue, in
+/// order, for other threads (one more starts if none is idle, up to the
+/// bound). No effect elsewhere. Takes the pool's mutex when it hands back.
+void cf_firing_blocking(void);
 
 /// 1 on a pool thread, 0 elsewhere (thread-local, no atomics).
 extern __thread int cf_firing_serving;
