@@ -284,19 +284,23 @@ public func waitInHandlerExample(seconds: Int) -> [String] {
 public func waitOnTimerPoolExample(seconds: Int) -> [String] {
     let out = Lines()
     let giveUp = CancelTokenSource()
+    // First: whatever happens below, the waits end.
+    Thread.detachNewThread { sleep(UInt32(seconds)); giveUp.cancel() }
     let reply = FutureSource<Int>()
     let n = 200   // more than the pool has threads on any machine (at most 64)
     let finished = DispatchSemaphore(value: 0)
     let lock = NSLock()
     nonisolated(unsafe) var gaveUp = 0
-    let deadlines = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(1)) }
+    // All due at one instant, far enough ahead for every handler to be
+    // registered first (so each runs on the pool, not here).
+    let due = ContinuousClock.now + .milliseconds(500)
+    let deadlines = (0..<n).map { _ in CancelTokenSource(cancellingAfter: max(.zero, due - .now)) }
     for deadline in deadlines {
         deadline.token.whenCancelled(on: .completingThread) {
             if (try? reply.future.unless(giveUp.token).wait()) == nil { lock.withLock { gaveUp += 1 } }
             finished.signal()
         }
     }
-    Thread.detachNewThread { sleep(UInt32(seconds)); giveUp.cancel() }
     for _ in 0..<n { finished.wait() }
     out.say("handlers that gave up: \(lock.withLock { gaveUp }) of \(n)")
     withExtendedLifetime(deadlines) {}

@@ -2,7 +2,8 @@
 // names: address-book, pipeline, retry, retry-failures, race, controller, view-model, and the
 // main-thread ones: main-queue, blocked-main, client-wait, client-semaphore;
 // nio-bridge (built with the package's NIO trait);
-// wait-in-handler, wait-for-main-actor, wait-on-timer-pool (warn after a second, give up after two);
+// wait-in-handler, wait-for-main-actor (warn after a second, give up after two), wait-on-timer-pool
+// (warns after a second, gives up after three);
 // `misuse <backoff-nan|negative-delay|force-get-pending|retry-negative-delay>` dies
 // with the library's message; none: all but the main-thread ones.
 import ExampleKit
@@ -29,7 +30,7 @@ let onTheMainThread: KeyValuePairs<String, () -> [String]> = [
     "client-semaphore": { clientSemaphoreExample(seconds: 3) },
     "wait-in-handler": { waitInHandlerExample(seconds: 2) },
     "wait-for-main-actor": { waitForMainActorExample(seconds: 2) },
-    "wait-on-timer-pool": { waitOnTimerPoolExample(seconds: 2) },
+    "wait-on-timer-pool": { waitOnTimerPoolExample(seconds: 3) },
 ]
 if names.count == 1, let example = onTheMainThread.first(where: { $0.key == names[0] }) {
     print("== \(example.key)")
