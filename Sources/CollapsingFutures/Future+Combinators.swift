@@ -138,63 +138,15 @@ extension Future {
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         if let refused = _refused(timeout, unless, of: "Future.withTimeout(_:unless:_:)") { return refused }
-        let source = FutureSource<Value>()
-        let out = source.future
-        let attempt = CancelTokenSource()
-        let stop = _TimeoutStop()
-        let timer = _Timer.after(timeout) {
-            guard let gone = stop.stop(.timeout) else { return }
-            attempt.cancel()
-            if gone { source.trySetFailure(TimeoutError(after: timeout)) }
+        let timing = _UnlessTimeout<Value>(timeout: timeout, unless: unless)
+        timing.timer = _Timer.after(timeout) { timing.timerFired() }
+        // No registration on the output: it settles only through the
+        // node, and each of its paths that does not fire the timer cancels it.
+        unless._whenCancelledInline(unless: timing.output.completionToken, removeOnUnlessImmortal: true) {
+            timing.unlessCancelled()
         }
-        // No `_cancelOnSettle` here: the result settles only through the
-        // paths below, and each one that does not fire the timer cancels it.
-        unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
-            guard let gone = stop.stop(.unless) else { return }
-            // The timer can do nothing any more: it goes now, with what its
-            // payload holds, rather than at a deadline that may be hours
-            // away (the result may still wait for the operation to confirm).
-            timer?.cancel()
-            attempt.cancel()
-            if gone { source.trySetFailedWithCancel() }
-        }
-        let result = operation(attempt.token)
-        result.completionToken._whenSettledInline {
-            guard result._word & _wCancelled != 0 else {
-                switch stop.operationGone() {
-                case .timeout?: source.trySetFailure(TimeoutError(after: timeout))
-                case .unless?: source.trySetFailedWithCancel()
-                case nil: break   // the timer or `unless` will say
-                }
-                return
-            }
-            let r = result._result
-            timer?.cancel()
-            // A stop recorded first may not have cancelled the token yet:
-            // cancel it here, before the answer is published (the
-            // stopper's own cancel is then a no-op), so nothing cancels it
-            // after the answer.
-            let stoppedBy = stop.finish()
-            if stoppedBy != nil { attempt.cancel() }
-            // As the original: a cancelled operation timed out unless
-            // `unless` was cancelled (only those two cancel its token), so
-            // the answer does not depend on whether the timer's payload has
-            // run yet. Without a timer (never), a cancel is the operation's own.
-            let timedOut: Bool
-            switch stoppedBy {
-            case .timeout?: timedOut = true
-            case .unless?: timedOut = false
-            case nil: timedOut = timer != nil && !unless.isCancelled
-            }
-            if case .failure(let e) = r, e is CancellationError, timedOut {
-                // After the timer, the time it waited; before it (the
-                // operation cancelled itself), none is known.
-                source.trySetFailure(stoppedBy == .timeout ? TimeoutError(after: timeout) : TimeoutError())
-            } else {
-                source.trySet(r)
-            }
-        }
-        return out
+        timing.start(operation(timing.token))
+        return timing.output
     }
 
     /// Succeeds with every value, in order, once all succeed; fails as soon

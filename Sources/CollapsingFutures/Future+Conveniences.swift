@@ -83,23 +83,16 @@ extension Future {
         if let r = result { return Future(_result: r) }
         if duration == .zero { return .failed(TimeoutError(after: .zero)) }
         if unless.isCancelled { return .cancelled }
-        let source = FutureSource<Value>()
-        let out = source.future
-        let timer = _Timer.after(duration) { source.trySetFailure(TimeoutError(after: duration)) }
+        let timing = _FutureTimeout(input: self, duration: duration)
+        timing.timer = _Timer.after(duration) { timing.timerFired() }
         // This future's own completion token never cancels it first (as for
         // continuations): as `unless` it must not beat the result.
         let unless = _unless(unless, forContinuationOn: self)
-        unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
-            source.trySetFailedWithCancel()
+        unless._whenCancelledInline(unless: timing.output.completionToken, removeOnUnlessImmortal: true) {
+            timing.unlessCancelled()
         }
-        let registration = _ContinuationNode._make(output: nil) {
-            source.trySet(self._result)
-        }._register(on: self, inline: true)
-        out.completionToken._whenSettledInline {
-            timer?.cancel()
-            registration.remove()
-        }
-        return out
+        timing.start()
+        return timing.output
     }
 
     /// `then` for the library's own use: runs inline on the completing thread.

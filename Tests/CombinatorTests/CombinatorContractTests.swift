@@ -414,6 +414,49 @@ func trackHandler<T>(on f: Future<T>, _ deinits: Counter) {
         #expect(Future<Int>.withTimeout(.seconds(30)) { _ in .immortal }.state == .pending)
     }
 
+    /// A timed output is immortal once nothing can complete it: here the
+    /// operation is gone, the timer never fires, and the last thing that
+    /// could, a live `unless`, dies.
+    @Test func timeoutsAreImmortalOnceTheirLastPossibleStopDies() {
+        let never = Duration.seconds(Int64.max)
+        var u: CancelTokenSource? = CancelTokenSource()
+        let timed = Future<Int>.withTimeout(never, unless: u!.token) { _ in .immortal }
+        let input = Droppable<Int>()
+        let waiting = input.future.timeout(never, unless: u!.token)
+        input.drop()
+        #expect(timed.state == .pending && waiting.state == .pending)   // `u` can still fail them
+        u = nil
+        #expect(timed.state == .immortal && waiting.state == .immortal)
+    }
+
+    /// Once the operation has answered, nothing can cancel its token any
+    /// more: it is immortal, and what the operation registered on it is
+    /// freed unrun; the answer is not kept by the timeout either.
+    @Test func anAnsweredTimeoutKeepsNeitherTheOperationsHandlersNorTheAnswer() {
+        let handlerDeinits = Counter(), answerDeinits = Counter()
+        let ran = Counter()
+        let token = Locked<CancelToken?>(nil)
+        var out: Future<Tracked>? = Future<Tracked>.withTimeout(.seconds(3600)) { t in
+            token.withLock { $0 = t }
+            let held = Tracked(handlerDeinits)
+            t.whenCancelled { held.touch(); ran.increment() }
+            return .succeeded(Tracked(answerDeinits))
+        }
+        #expect(out?.hasResult == true)
+        #expect(token.withLock { $0?.state } == .immortal)
+        #expect(handlerDeinits.value == 1 && ran.value == 0)
+        out = nil
+        #expect(answerDeinits.value == 1)
+
+        let input = FutureSource<Tracked>()
+        var waited: Future<Tracked>? = input.future.timeout(.seconds(3600))
+        input.trySetResult(Tracked(answerDeinits))
+        #expect(waited?.hasResult == true && input.future.completionToken._liveRegistrationCount == 0)
+        waited = nil
+        _ = consume input
+        #expect(answerDeinits.value == 2)
+    }
+
     @Test func continuationOfAnImmortalFutureFailsWhenItsUnlessIsCancelled() {
         let u = CancelTokenSource()
         let f = Future<Int>.immortal.then(unless: u.token) { $0 + 1 }

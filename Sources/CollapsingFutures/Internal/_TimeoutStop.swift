@@ -3,8 +3,9 @@ import Synchronization
 /// Why an unless-style `withTimeout` stopped its operation, and whether the
 /// operation's future became immortal: whichever of "stopped" and "gone"
 /// comes second completes the result (one atomic word, no lock). Once the
-/// operation has answered ("finished"), nothing stops it any more.
-final class _TimeoutStop: Sendable {
+/// operation has answered ("finished"), nothing stops it any more. Held
+/// inline by the timeout (`_UnlessTimeout`).
+struct _TimeoutStop: ~Copyable, Sendable {
     enum Reason: Int { case timeout = 1, unless = 2 }
     private static let gone = 4
     private static let finished = 8
