@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the step tables of the models against the C sources:
-# cf_core.pml against cf_core.c, wheel.pml against cf_wheel.c and
-# cf_wheel_slots.c.
+# cf_core.pml against cf_core.c, wheel.pml against cf_wheel.c,
+# cf_wheel_slots.c and cf_deadline.c.
 #
 # Each table line ` * @step <id> | <C function> | <snippet>` must name a
 # snippet found on exactly one line inside that function of the C files (the
@@ -117,6 +117,7 @@ check() {  # model file, C files
 }
 
 check "$here/cf_core.pml" "${CF_CORE_C:-$csrc_dir/cf_core.c}"
-check "$here/wheel.pml" "${CF_WHEEL_C:-$csrc_dir/cf_wheel.c}" "${CF_WHEEL_SLOTS_C:-$csrc_dir/cf_wheel_slots.c}"
+check "$here/wheel.pml" "${CF_WHEEL_C:-$csrc_dir/cf_wheel.c}" "${CF_WHEEL_SLOTS_C:-$csrc_dir/cf_wheel_slots.c}" \
+  "${CF_DEADLINE_C:-$csrc_dir/cf_deadline.c}"
 
 if [ "$fail" -ne 0 ]; then echo "check-steps: FAILED" >&2; exit 1; fi

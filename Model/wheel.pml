@@ -1,6 +1,7 @@
 /*
  * wheel.pml -- exhaustive model of CSources/CCollapsingFutures/cf_wheel.c
- * (with the atomic load of cf_wheel_slots.c)
+ * (with the atomic load of an entry's state, cf_deadline.c, which
+ * cf_wheel_slots.c calls)
  *
  * The deadline protocol between arming threads (cf_deadline_arm: a Treiber
  * push on the inbox, a full fence, then the load of the driver's sleep tick
@@ -17,7 +18,8 @@
  * -DMUT_<NAME>; `bash Model/run.sh` (`make model`) and `bash Model/run.sh
  * mutants` (`make model-mutants`) run them.
  *
- * Granularity. Every atomic operation of cf_wheel.c and cf_wheel_slots.c
+ * Granularity. Every atomic operation of cf_wheel.c, cf_wheel_slots.c and
+ * cf_deadline.c
  * on a shared word (CAS,
  * load, store, fetch-and-add, full fence) is a Promela step (a d_step or
  * atomic), named after the C function; so are wake() and the driver's
@@ -104,37 +106,37 @@
  * here; an entry left in the backlog stays ARMED and is decided by the
  * same fire_cas against cancel_cas when its turn comes.
  *
- * @step drop_all      | drop_all           | cf_swift_deadline_event(d, CF_DL_DROP);
- * @step take_load     | take_inbox         | AO_t head = AO_load(W(&inbox));
- * @step take_cas      | take_inbox         | AO_t seen = AO_fetch_compare_and_swap_full(W(&inbox), head, 0);
- * @step sweep_test    | drive              | int swept = backlog.head == NULL && (AO_load(W(&sweep_wanted)) ||
+ * @step drop_all      | drop_all           | w->event(d, CF_DL_DROP);
+ * @step take_load     | take_inbox         | AO_t head = AO_load(W(&w->inbox));
+ * @step take_cas      | take_inbox         | AO_t seen = AO_fetch_compare_and_swap_full(W(&w->inbox), head, 0);
+ * @step sweep_test    | drive              | int swept = w->backlog.head == NULL && (AO_load(W(&w->sweep_wanted)) ||
  * @step fire_cas      | cf_wheel.c:fire    | if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
- * @step want_clear    | drive              | AO_store(W(&sweep_wanted), 0);
- * @step want_fence    | drive              | AO_store(W(&sweep_wanted), 0); >> AO_nop_full();
- * @step drop_count    | drive              | if (dropped) AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
- * @step mark_store    | drive              | AO_store(W(&sweep_at), held / 2 > CF_WHEEL_SWEEP_MIN ? held / 2 : CF_WHEEL_SWEEP_MIN);
- * @step held_store    | drive              | AO_store(W(&held_shown), held);
- * @step tick_store    | drive              | AO_store(W(&sleep_tick), target);
- * @step tick_fence    | drive              | AO_store(W(&sleep_tick), target); >> AO_nop_full();
- * @step recheck       | drive              | if (AO_load(W(&inbox)) != 0 ||
- * @step tick_retract  | drive              | if (AO_load(W(&inbox)) != 0 || >> AO_store(W(&sleep_tick), 0);
- * @step sleep_never   | drive              | while (!woken) pthread_cond_wait(&sleep_cond, &sleep_lock);
- * @step sleep_timed   | drive              | if (pthread_cond_timedwait(&sleep_cond, &sleep_lock, &ts) == ETIMEDOUT) break;
- * @step sleep_apple   | drive              | if (pthread_cond_timedwait_relative_np(&sleep_cond, &sleep_lock, &rel) == ETIMEDOUT) break;
- * @step tick_reset    | drive              | woken = 0; >> AO_store(W(&sleep_tick), 0);
- * @step start_mark    | start              | AO_store(W(&sweep_at), CF_WHEEL_SWEEP_MIN);
- * @step wake          | wake               | woken = 1;
- * @step arm_load      | cf_deadline_arm    | AO_t head = AO_load(W(&inbox));
- * @step arm_cas       | cf_deadline_arm    | AO_t seen = AO_fetch_compare_and_swap_full(W(&inbox), head, (AO_t)d);
+ * @step want_clear    | drive              | AO_store(W(&w->sweep_wanted), 0);
+ * @step want_fence    | drive              | AO_store(W(&w->sweep_wanted), 0); >> AO_nop_full();
+ * @step drop_count    | drive              | if (dropped) AO_fetch_and_add_full(W(&w->cancels), (AO_t)0 - (AO_t)dropped);
+ * @step mark_store    | drive              | AO_store(W(&w->sweep_at), held / 2 > CF_WHEEL_SWEEP_MIN ? held / 2 : CF_WHEEL_SWEEP_MIN);
+ * @step held_store    | drive              | AO_store(W(&w->held_shown), held);
+ * @step tick_store    | drive              | AO_store(W(&w->sleep_tick), target);
+ * @step tick_fence    | drive              | AO_store(W(&w->sleep_tick), target); >> AO_nop_full();
+ * @step recheck       | drive              | if (AO_load(W(&w->inbox)) != 0 ||
+ * @step tick_retract  | drive              | if (AO_load(W(&w->inbox)) != 0 || >> AO_store(W(&w->sleep_tick), 0);
+ * @step sleep_never   | drive              | while (!w->woken) pthread_cond_wait(&w->sleep_cond, &w->sleep_lock);
+ * @step sleep_timed   | drive              | if (pthread_cond_timedwait(&w->sleep_cond, &w->sleep_lock, &ts) == ETIMEDOUT) break;
+ * @step sleep_apple   | drive              | if (pthread_cond_timedwait_relative_np(&w->sleep_cond, &w->sleep_lock, &rel) == ETIMEDOUT) break;
+ * @step tick_reset    | drive              | w->woken = 0; >> AO_store(W(&w->sleep_tick), 0);
+ * @step start_mark    | start              | AO_store(W(&w->sweep_at), CF_WHEEL_SWEEP_MIN);
+ * @step wake          | wake               | w->woken = 1;
+ * @step arm_load      | cf_deadline_arm    | AO_t head = AO_load(W(&w->inbox));
+ * @step arm_cas       | cf_deadline_arm    | AO_t seen = AO_fetch_compare_and_swap_full(W(&w->inbox), head, (AO_t)d);
  * @step arm_fence     | cf_deadline_arm    | AO_nop_full();
- * @step arm_tick      | cf_deadline_arm    | if (tick < AO_load(W(&sleep_tick))) wake();
+ * @step arm_tick      | cf_deadline_arm    | if (tick < AO_load(W(&w->sleep_tick))) wake(w);
  * @step cancel_cas    | cf_deadline_cancel | if (!AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_CANCELLED)) return 0;
- * @step cancel_add    | cf_deadline_cancel | AO_t n = AO_fetch_and_add1_full(W(&cancels)) + 1;
- * @step cancel_fence  | cf_deadline_cancel | AO_t n = AO_fetch_and_add1_full(W(&cancels)) + 1; >> AO_nop_full();
- * @step cancel_mark   | cf_deadline_cancel | (intptr_t)n >= (intptr_t)AO_load(W(&sweep_at))
- * @step cancel_want   | cf_deadline_cancel | AO_compare_and_swap_full(W(&sweep_wanted), 0, 1)) wake();
+ * @step cancel_add    | cf_deadline_cancel | AO_t n = AO_fetch_and_add1_full(W(&w->cancels)) + 1;
+ * @step cancel_fence  | cf_deadline_cancel | AO_t n = AO_fetch_and_add1_full(W(&w->cancels)) + 1; >> AO_nop_full();
+ * @step cancel_mark   | cf_deadline_cancel | (intptr_t)n >= (intptr_t)AO_load(W(&w->sweep_at))
+ * @step cancel_want   | cf_deadline_cancel | AO_compare_and_swap_full(W(&w->sweep_wanted), 0, 1)) wake(w);
  * @step state_load    | cf_deadline_state  | return AO_load_acquire(W(&d->state));
- * @step debug_held    | cf_wheel_debug_held | return AO_load(W(&held_shown));
+ * @step debug_held    | cf_wheel_debug_held | return AO_load(W(&w->held_shown));
  *
  * Configurations (-DCFG_*). The mark's minimum is 1 (CF_WHEEL_SWEEP_MIN is
  * 1024 in C), so one cancel can meet it, and IDLE is 2 ticks

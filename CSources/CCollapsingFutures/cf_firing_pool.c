@@ -1,5 +1,6 @@
 // cf_firing_pool.c — the firing pool. See cf_firing_pool.h for the essay.
 #include "cf_firing_pool.h"
+#include "cf_thread.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -31,10 +32,10 @@ static chunk *new_chunk(void) {
     return c;
 }
 
-// ---- the driver's own: items not yet handed over -------------------------
-static chunk *_Nullable pending_head, *_Nullable pending_tail;
-static size_t pending_groups;
-static int open_group;       // items added since the last group end
+// ---- each driver thread's own: items not yet handed over -----------------
+static __thread chunk *_Nullable pending_head, *_Nullable pending_tail;
+static __thread size_t pending_groups;
+static __thread int open_group;   // items added since the last group end
 
 // ---- shared, under `lock` -------------------------------------------------
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -89,18 +90,9 @@ void cf_firing_end_group(void) {
 static void *_Nullable serve(void *_Nullable unused);
 
 static void start_thread(void) {
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t thread;
-    int failed = pthread_create(&thread, &attr, serve, NULL);
-    pthread_attr_destroy(&attr);
-    if (failed) {
-        // No thread to run what timers hand over: say so.
-        fprintf(stderr, "CollapsingFutures: cannot start a timer firing thread (pthread_create: %s)\n",
-                strerror(failed));
-        abort();
-    }
+    // No thread to run what timers hand over: say so.
+    int error = cf_start_thread(serve, NULL);
+    if (error) cf_thread_start_failed("a timer firing thread", error);
 }
 
 // Under `lock`, after groups were queued: wakes the idle threads they

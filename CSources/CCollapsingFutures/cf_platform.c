@@ -1,11 +1,16 @@
 // cf_platform.c — what differs between platforms, kept out of the lock-free
-// core (cf_core.c): which thread is the process's main thread; and a debug
-// count of futures per thread for tests.
+// core (cf_core.c): which thread is the process's main thread; starting
+// the library's own threads (cf_thread.h); and a debug count of futures
+// per thread for tests.
 #include "cf_core.h"
+#include "cf_thread.h"
 
-#if defined(__APPLE__)
 #include <pthread.h>
-#else
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if !defined(__APPLE__)
 #include <unistd.h>
 #include <sys/syscall.h>
 #endif
@@ -28,3 +33,18 @@ int cf_is_main_thread_compute(void) {
 
 // Futures created minus freed on this thread (debug builds of the Swift layer).
 __thread long cf_debug_futures_alive;
+
+int cf_start_thread(void *_Nullable (*_Nonnull body)(void *_Nullable), void *_Nullable arg) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    int error = pthread_create(&thread, &attr, body, arg);
+    pthread_attr_destroy(&attr);
+    return error;
+}
+
+void cf_thread_start_failed(const char *what, int error) {
+    fprintf(stderr, "CollapsingFutures: cannot start %s (pthread_create: %s)\n", what, strerror(error));
+    abort();
+}

@@ -1,6 +1,8 @@
 // cf_wheel.c — deadlines on one timing wheel. See cf_wheel.h for the essay.
 #include "cf_wheel.h"
+#include "cf_wheel_slots.h"
 #include "cf_firing_pool.h"
+#include "cf_thread.h"
 
 #include <atomic_ops.h>
 #include <errno.h>
@@ -10,32 +12,32 @@
 #include <pthread.h>
 #include <time.h>
 
-_Static_assert(offsetof(cf_deadline, state) == 0, "entry state word first");
-
 #define W(p) ((volatile AO_t *)(p))
 
 #define NEVER UINT64_MAX
 
-// ---- shared with arming and cancelling threads (atomics only) ------------
-static AO_t inbox;        // newest armed entry not yet taken by the driver
-static AO_t sleep_tick;   // the tick the driver sleeps until; 0 while awake
-static AO_t cancels;      // cancelled entries not yet dropped (signed: a
-                          // drop may be counted before its cancel)
-static AO_t sweep_at;     // cancels that make a sweep worth a wake-up
-static AO_t sweep_wanted; // 1 from the canceller that asked until the sweep
-static AO_t held_shown;   // `held`, for cf_wheel_debug_held
+struct cf_wheel {
+    // ---- shared with arming and cancelling threads (atomics only) --------
+    AO_t inbox;        // newest armed entry not yet taken by the driver
+    AO_t sleep_tick;   // the tick the driver sleeps until; 0 while awake
+    AO_t cancels;      // cancelled entries not yet dropped (signed: a
+                       // drop may be counted before its cancel)
+    AO_t sweep_at;     // cancels that make a sweep worth a wake-up
+    AO_t sweep_wanted; // 1 from the canceller that asked until the sweep
+    AO_t held_shown;   // `held`, for cf_wheel_debug_held
+    // ---- written once, before the driver starts and any entry is armed ---
+    uint64_t epoch_ns;
+    cf_deadline_callback event;
+    pthread_mutex_t sleep_lock;
+    pthread_cond_t sleep_cond;
+    int woken;         // under sleep_lock
+    // ---- the driver's own (its thread only) ------------------------------
+    cf_slots slots;
+    // Due entries that earlier passes left unfired, in firing order.
+    cf_deadlines backlog;
+};
 
-static pthread_once_t started = PTHREAD_ONCE_INIT;
-static uint64_t epoch_ns;  // written once, before any entry is armed
-static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sleep_cond;
-static int woken;          // under sleep_lock
 __thread int cf_wheel_driving;
-
-// ---- the driver's own (its thread only) ----------------------------------
-static cf_slots wheel;
-// Due entries that earlier passes left unfired, in firing order.
-static cf_deadlines backlog;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -45,35 +47,35 @@ static uint64_t now_ns(void) {
 
 // The tick the clock is in now (rounded down: a tick is reached only once
 // the clock is at or past its start).
-static uint64_t now_tick(void) { return (now_ns() - epoch_ns) / CF_WHEEL_TICK_NS; }
+static uint64_t now_tick(const cf_wheel *w) { return (now_ns() - w->epoch_ns) / CF_WHEEL_TICK_NS; }
 
-static void wake(void) {
-    pthread_mutex_lock(&sleep_lock);
-    woken = 1;
-    pthread_cond_signal(&sleep_cond);
-    pthread_mutex_unlock(&sleep_lock);
+static void wake(cf_wheel *w) {
+    pthread_mutex_lock(&w->sleep_lock);
+    w->woken = 1;
+    pthread_cond_signal(&w->sleep_cond);
+    pthread_mutex_unlock(&w->sleep_lock);
 }
 
 // Hands each entry of `gone` (cancelled) back to its owner, which releases
 // the wheel's reference; returns how many.
-static size_t drop_all(cf_deadline *_Nullable gone) {
+static size_t drop_all(cf_wheel *w, cf_deadline *_Nullable gone) {
     size_t n = 0;
     while (gone) {
         cf_deadline *d = gone;
         gone = d->next;
-        cf_swift_deadline_event(d, CF_DL_DROP);
+        w->event(d, CF_DL_DROP);
         n++;
     }
     return n;
 }
 
 // Takes everything armed since the last look, in the order armed.
-static cf_deadline *_Nullable take_inbox(void) {
+static cf_deadline *_Nullable take_inbox(cf_wheel *w) {
     // Full CAS to 0: acquire pairs with the arming CAS (the entry's fields
     // and its owner's payload were written before it).
-    AO_t head = AO_load(W(&inbox));
+    AO_t head = AO_load(W(&w->inbox));
     while (head) {
-        AO_t seen = AO_fetch_compare_and_swap_full(W(&inbox), head, 0);
+        AO_t seen = AO_fetch_compare_and_swap_full(W(&w->inbox), head, 0);
         if (seen == head) break;
         head = seen;
     }
@@ -91,7 +93,7 @@ static cf_deadline *_Nullable take_inbox(void) {
 // order): each whose CAS out of ARMED the driver wins has its transition
 // made by its callback, and what that hands to the firing pool is one
 // group; a lost CAS (cancelled meanwhile) puts the entry on `gone`.
-static void fire(cf_deadlines *q, cf_deadline *_Nullable *_Nonnull gone) {
+static void fire(cf_wheel *w, cf_deadlines *q, cf_deadline *_Nullable *_Nonnull gone) {
     cf_deadline *d = q->head;
     for (int n = 0; d && n < CF_WHEEL_SLICE; n++) {
         cf_deadline *next = d->next;
@@ -99,7 +101,7 @@ static void fire(cf_deadlines *q, cf_deadline *_Nullable *_Nonnull gone) {
         // wins the entry (and its payload); acquire, so the driver sees the
         // payload as armed.
         if (AO_compare_and_swap_full(W(&d->state), CF_D_ARMED, CF_D_FIRED)) {
-            cf_swift_deadline_event(d, CF_DL_FIRE);
+            w->event(d, CF_DL_FIRE);
             cf_firing_end_group();
         } else {
             d->next = *gone;
@@ -111,14 +113,14 @@ static void fire(cf_deadlines *q, cf_deadline *_Nullable *_Nonnull gone) {
     if (d == NULL) q->tail = NULL;
 }
 
-static void *_Nullable drive(void *_Nullable unused) {
-    (void)unused;
+static void *_Nullable drive(void *_Nullable wheel) {
+    cf_wheel *w = wheel;
     cf_wheel_driving = 1;
     for (;;) {
-        uint64_t now = now_tick();
+        uint64_t now = now_tick(w);
         cf_deadlines due = {NULL, NULL};
         cf_deadline *gone = NULL;
-        cf_deadline *arrived = take_inbox();
+        cf_deadline *arrived = take_inbox(w);
         int brought = arrived != NULL;
         while (arrived) {
             cf_deadline *d = arrived;
@@ -129,132 +131,146 @@ static void *_Nullable drive(void *_Nullable unused) {
                 d->next = gone;
                 gone = d;
             } else {
-                cf_slots_place(&wheel, d, &due);
+                cf_slots_place(&w->slots, d, &due);
             }
         }
-        cf_slots_advance(&wheel, now, &due, &gone);
+        cf_slots_advance(&w->slots, now, &due, &gone);
         // What came due in this pass fires first, up to a slice; the rest
         // joins the backlog's end, which then gives a slice ("Firing" in
         // cf_wheel.h).
-        fire(&due, &gone);
+        fire(w, &due, &gone);
         if (due.head) {
-            if (backlog.tail) backlog.tail->next = due.head; else backlog.head = due.head;
-            backlog.tail = due.tail;
+            if (w->backlog.tail) w->backlog.tail->next = due.head; else w->backlog.head = due.head;
+            w->backlog.tail = due.tail;
         }
-        fire(&backlog, &gone);
-        size_t dropped = drop_all(gone);
+        fire(w, &w->backlog, &gone);
+        size_t dropped = drop_all(w, gone);
         // After what is due has fired (a sweep of a big wheel takes a
         // while): the canceller that asked for a sweep, or one that crossed
         // the mark while the last one was asked for. Not while a backlog
         // waits: the cancelled entries it holds (counted in `cancels`, not
         // in `held`) go as the backlog reaches them, and a sweep of the
         // slots, which cannot see them, would run on every pass.
-        int swept = backlog.head == NULL && (AO_load(W(&sweep_wanted)) || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at)));
+        int swept = w->backlog.head == NULL && (AO_load(W(&w->sweep_wanted)) || (intptr_t)AO_load(W(&w->cancels)) >= (intptr_t)AO_load(W(&w->sweep_at)));
         if (swept) {
             gone = NULL;
-            cf_slots_sweep(&wheel, &gone);
-            dropped += drop_all(gone);
+            cf_slots_sweep(&w->slots, &gone);
+            dropped += drop_all(w, gone);
         }
         // Full add: the count is down before the flag below says "ask
         // again" (no second sweep for cancels already dropped).
-        if (dropped) AO_fetch_and_add_full(W(&cancels), (AO_t)0 - (AO_t)dropped);
+        if (dropped) AO_fetch_and_add_full(W(&w->cancels), (AO_t)0 - (AO_t)dropped);
         if (swept) {
             // The clear comes before the load of `cancels` before sleeping
             // (this fence, and the one after the tick store), as a
             // canceller's add comes before its CAS of this flag: one of the
             // two sees the other.
-            AO_store(W(&sweep_wanted), 0);
+            AO_store(W(&w->sweep_wanted), 0);
             AO_nop_full();
         }
         // The relaxed stores of the mark and the debug count need no order.
         // `held` counts the cancelled entries still in slots too: a sweep is
         // due once cancels reach half of it (as many as the live ones).
-        size_t held = wheel.held;
-        AO_store(W(&sweep_at), held / 2 > CF_WHEEL_SWEEP_MIN ? held / 2 : CF_WHEEL_SWEEP_MIN);
-        AO_store(W(&held_shown), held);
+        size_t held = w->slots.held;
+        AO_store(W(&w->sweep_at), held / 2 > CF_WHEEL_SWEEP_MIN ? held / 2 : CF_WHEEL_SWEEP_MIN);
+        AO_store(W(&w->held_shown), held);
         // What the pass handed to the firing pool (its firings, and what the
         // drops released), before the next pass or the sleep.
         cf_firing_publish();
 
         // A backlog: the next pass at once (the clock and the inbox first).
-        if (backlog.head) continue;
+        if (w->backlog.head) continue;
         uint64_t target = NEVER;
-        cf_slots_next_due(&wheel, &target);
+        cf_slots_next_due(&w->slots, &target);
         if (brought && target > now + CF_WHEEL_IDLE_TICKS) target = now + CF_WHEEL_IDLE_TICKS;
         // Publish the tick, then look at the inbox and the sweep count once
         // more. Full fence between the store and the loads: an arm pushes,
         // then reads the tick after a full fence, so either it sees this
         // tick and wakes us for an earlier deadline, or we see its entry here.
-        AO_store(W(&sleep_tick), target);
+        AO_store(W(&w->sleep_tick), target);
         AO_nop_full();
-        if (AO_load(W(&inbox)) != 0 || (intptr_t)AO_load(W(&cancels)) >= (intptr_t)AO_load(W(&sweep_at))) {
-            AO_store(W(&sleep_tick), 0);
+        if (AO_load(W(&w->inbox)) != 0 || (intptr_t)AO_load(W(&w->cancels)) >= (intptr_t)AO_load(W(&w->sweep_at))) {
+            AO_store(W(&w->sleep_tick), 0);
             continue;
         }
-        pthread_mutex_lock(&sleep_lock);
+        pthread_mutex_lock(&w->sleep_lock);
         if (target == NEVER) {
-            while (!woken) pthread_cond_wait(&sleep_cond, &sleep_lock);
+            while (!w->woken) pthread_cond_wait(&w->sleep_cond, &w->sleep_lock);
         } else {
-            uint64_t at = epoch_ns + target * CF_WHEEL_TICK_NS;
-            while (!woken) {
+            uint64_t at = w->epoch_ns + target * CF_WHEEL_TICK_NS;
+            while (!w->woken) {
 #ifdef __APPLE__
                 // No monotonic clock for condition variables there: a
                 // relative wait, measured again after each wake-up.
                 uint64_t t = now_ns();
                 if (t >= at) break;
                 struct timespec rel = {(time_t)((at - t) / 1000000000ull), (long)((at - t) % 1000000000ull)};
-                if (pthread_cond_timedwait_relative_np(&sleep_cond, &sleep_lock, &rel) == ETIMEDOUT) break;
+                if (pthread_cond_timedwait_relative_np(&w->sleep_cond, &w->sleep_lock, &rel) == ETIMEDOUT) break;
 #else
                 struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
-                if (pthread_cond_timedwait(&sleep_cond, &sleep_lock, &ts) == ETIMEDOUT) break;
+                if (pthread_cond_timedwait(&w->sleep_cond, &w->sleep_lock, &ts) == ETIMEDOUT) break;
 #endif
             }
         }
-        woken = 0;
-        pthread_mutex_unlock(&sleep_lock);
+        w->woken = 0;
+        pthread_mutex_unlock(&w->sleep_lock);
         // Relaxed: an arm that still reads the old tick wakes us once more
         // at worst (the flag makes the next sleep return at once).
-        AO_store(W(&sleep_tick), 0);
+        AO_store(W(&w->sleep_tick), 0);
     }
     return NULL;
 }
 
-static void start(void) {
-    epoch_ns = now_ns();
-    AO_store(W(&sweep_at), CF_WHEEL_SWEEP_MIN);
+// Initialises `w` and starts its driver: 0, or pthread_create's error.
+static int start(cf_wheel *w, cf_deadline_callback event) {
+    memset(w, 0, sizeof *w);
+    w->event = event;
+    w->epoch_ns = now_ns();
+    AO_store(W(&w->sweep_at), CF_WHEEL_SWEEP_MIN);
+    pthread_mutex_init(&w->sleep_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
 #ifndef __APPLE__
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 #endif
-    pthread_cond_init(&sleep_cond, &attr);
+    pthread_cond_init(&w->sleep_cond, &attr);
     pthread_condattr_destroy(&attr);
-    pthread_attr_t thread_attr;
-    pthread_attr_init(&thread_attr);
-    pthread_attr_setdetachstate(&thread_attr, PTHREAD_CREATE_DETACHED);
-    pthread_t thread;
-    int failed = pthread_create(&thread, &thread_attr, drive, NULL);
-    pthread_attr_destroy(&thread_attr);
-    if (failed) {
-        // No driver: no timer of the process could ever fire. Say so.
-        fprintf(stderr, "CollapsingFutures: cannot start the timer thread (pthread_create: %s)\n", strerror(failed));
-        abort();
-    }
+    return cf_start_thread(drive, w);
 }
 
-void cf_deadline_arm(cf_deadline *d, uint64_t delay_ns) {
-    pthread_once(&started, start);
-    uint64_t now = now_ns() - epoch_ns;
+static cf_wheel shared;
+static pthread_once_t shared_started = PTHREAD_ONCE_INIT;
+
+static void start_shared(void) {
+    // No driver: no timer of the process could ever fire. Say so.
+    int error = start(&shared, cf_swift_deadline_event);
+    if (error) cf_thread_start_failed("the timer thread", error);
+}
+
+cf_wheel *cf_wheel_shared(void) {
+    pthread_once(&shared_started, start_shared);
+    return &shared;
+}
+
+cf_wheel *_Nullable cf_wheel_create(cf_deadline_callback event) {
+    cf_wheel *w = malloc(sizeof *w);
+    if (w == NULL) return NULL;
+    if (start(w, event) != 0) { free(w); return NULL; }
+    return w;
+}
+
+void cf_deadline_arm(cf_wheel *w, cf_deadline *d, uint64_t delay_ns) {
+    uint64_t now = now_ns() - w->epoch_ns;
     d->due_ns = delay_ns > NEVER - now ? NEVER : now + delay_ns;
     uint64_t tick = cf_deadline_tick(d);
     d->state = CF_D_ARMED;
     // Full CAS: release publishes the entry (plain writes above and the
     // owner's payload) to the driver's acquiring take. The observed head is
     // only ever stored as `next`, so the push is ABA-free.
-    AO_t head = AO_load(W(&inbox));
+    AO_t head = AO_load(W(&w->inbox));
     for (;;) {
         d->next = (cf_deadline *)head;
-        AO_t seen = AO_fetch_compare_and_swap_full(W(&inbox), head, (AO_t)d);
+        AO_t seen = AO_fetch_compare_and_swap_full(W(&w->inbox), head, (AO_t)d);
         if (seen == head) break;
         head = seen;
     }
@@ -263,10 +279,10 @@ void cf_deadline_arm(cf_deadline *d, uint64_t delay_ns) {
     // acquire-release exclusive pair on ARM), and the driver's re-check
     // relies on this order.
     AO_nop_full();
-    if (tick < AO_load(W(&sleep_tick))) wake();
+    if (tick < AO_load(W(&w->sleep_tick))) wake(w);
 }
 
-int cf_deadline_cancel(cf_deadline *d) {
+int cf_deadline_cancel(cf_wheel *w, cf_deadline *d) {
     // Full CAS out of ARMED: exactly one of the canceller and the driver
     // wins the entry; acquire, so the winner sees the payload as armed.
     // After it the entry may be dropped by the driver at any time: it is
@@ -277,21 +293,15 @@ int cf_deadline_cancel(cf_deadline *d) {
     // fence orders the add before the load of the mark (as in
     // cf_deadline_arm): a driver that lowers the mark and then reads the
     // count sees this add, or this load sees the lower mark.
-    AO_t n = AO_fetch_and_add1_full(W(&cancels)) + 1;
+    AO_t n = AO_fetch_and_add1_full(W(&w->cancels)) + 1;
     AO_nop_full();
-    if ((intptr_t)n >= (intptr_t)AO_load(W(&sweep_at)) && AO_compare_and_swap_full(W(&sweep_wanted), 0, 1)) wake();
+    if ((intptr_t)n >= (intptr_t)AO_load(W(&w->sweep_at)) && AO_compare_and_swap_full(W(&w->sweep_wanted), 0, 1)) wake(w);
     return 1;
 }
 
-uintptr_t cf_deadline_state(const cf_deadline *d) {
-    // Acquire: a caller that sees FIRED or CANCELLED sees the winner's writes.
-    return AO_load_acquire(W(&d->state));
+int cf_deadline_passed(const cf_wheel *w, const cf_deadline *d) {
+    return now_ns() - w->epoch_ns >= d->due_ns;
 }
 
-int cf_deadline_passed(const cf_deadline *d) {
-    // An armed entry: the wheel started before it was armed (epoch_ns set).
-    return now_ns() - epoch_ns >= d->due_ns;
-}
-
-size_t cf_wheel_debug_held(void) { return AO_load(W(&held_shown)); }
+size_t cf_wheel_debug_held(const cf_wheel *w) { return AO_load(W(&w->held_shown)); }
 

@@ -1,10 +1,5 @@
-// cf_wheel_slots.c — the wheel's slots: where a deadline waits and when it
-// comes due (cf_wheel.h, "The wheel"). One owner at a time (the driver's
-// thread, or a test with a clock of its own) and no clock: the caller says
-// what tick it is. The only atomic is the acquire load of an entry's state
-// (cf_deadline_state): dropping a cancelled entry follows its canceller's
-// CAS; one read as ARMED is claimed later by CAS.
-#include "cf_wheel.h"
+// cf_wheel_slots.c — a wheel's slots. See cf_wheel_slots.h.
+#include "cf_wheel_slots.h"
 
 enum { LEVELS = CF_WHEEL_LEVELS, SLOT_BITS = 6, SLOTS = 1 << SLOT_BITS };
 _Static_assert(SLOTS == 64, "one bit of an occupancy mask per slot");

@@ -22,13 +22,12 @@
 // handler starts runs right after it on that thread). Groups start in the
 // order they were handed over; different groups may run in parallel.
 //
-// The driver collects items and groups with no atomics (they are its own
-// until published); cf_firing_publish hands them over under the pool's
-// mutex, which also orders every write the driver made before it (the
-// items' nodes and what their owners hold) before the pool thread that
-// takes them. Taking a group is also under that mutex. Only the driver
-// calls the cf_firing_* functions; the pool threads call back into the
-// Swift layer (cf_swift_firing_run).
+// Each wheel's driver collects items and groups with no atomics (they are
+// its own, thread-local, until published); cf_firing_publish hands them
+// over under the pool's mutex, which also orders every write the driver
+// made before it (the items' nodes and what their owners hold) before the
+// pool thread that takes them. Taking a group is also under that mutex.
+// The pool threads call back into the Swift layer (cf_swift_firing_run).
 #ifndef CF_FIRING_POOL_H
 #define CF_FIRING_POOL_H
 
@@ -45,16 +44,16 @@ extern "C" {
 /// Swift layer's (`_NodeRef.swift`).
 void cf_swift_firing_run(cf_node *_Nonnull node, void *_Nullable unless);
 
-/// Driver thread only: adds a node to the open group. The item holds one
+/// A wheel's driver thread only: adds a node to the open group. The item holds one
 /// reference on the node's object and one on `unless` (or NULL), handed
 /// to cf_swift_firing_run.
 void cf_firing_add(cf_node *node, void *_Nullable unless);
 
-/// Driver thread only: closes the open group (one firing's items); no
+/// A wheel's driver thread only: closes the open group (one firing's items); no
 /// effect when it is empty.
 void cf_firing_end_group(void);
 
-/// Driver thread only: hands every closed group to the pool (one lock,
+/// A wheel's driver thread only: hands its closed groups to the pool (one lock,
 /// one wake-up at most per idle thread it needs).
 void cf_firing_publish(void);
 

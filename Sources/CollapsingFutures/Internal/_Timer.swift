@@ -39,14 +39,14 @@ final class _Timer: @unchecked Sendable {
         assert(withUnsafeMutablePointer(to: &_c) { $0 } == _ptr, "a timer's cf_deadline must be at _wheelEntryOffset")
         // The wheel's reference, handed back by `_deadlineEvent`.
         _ = Unmanaged.passRetained(self)
-        cf_deadline_arm(_ptr, UInt64(ns))
+        cf_deadline_arm(cf_wheel_shared(), _ptr, UInt64(ns))
     }
 
     /// Stops the timer; the payload is released before this returns.
     /// `false` (no effect) once it has fired or was cancelled.
     @discardableResult
     func cancel() -> Bool {
-        guard cf_deadline_cancel(_ptr) != 0 else { return false }
+        guard cf_deadline_cancel(cf_wheel_shared(), _ptr) != 0 else { return false }
         action = nil
         return true
     }

@@ -42,17 +42,17 @@ final class _DeadlineStorage: _TokenStorage, @unchecked Sendable {
         assert(withUnsafeMutablePointer(to: &_entry) { $0 } == entry, "a deadline's cf_deadline must be at _wheelEntryOffset")
         // The wheel's reference, handed back by `_deadlineEvent`.
         _ = Unmanaged.passRetained(self)
-        cf_deadline_arm(entry, UInt64(ns))
+        cf_deadline_arm(cf_wheel_shared(), entry, UInt64(ns))
     }
 
     /// Stops the deadline: true if this call did, false once it has fired
     /// (the token cancelled, or about to be) or was stopped.
     @discardableResult
-    func cancelDeadline() -> Bool { cf_deadline_cancel(entry) != 0 }
+    func cancelDeadline() -> Bool { cf_deadline_cancel(cf_wheel_shared(), entry) != 0 }
 
     /// Whether the clock has reached the deadline, whether or not the
     /// driver has fired it yet (`cf_deadline_passed`).
-    var deadlinePassed: Bool { cf_deadline_passed(entry) != 0 }
+    var deadlinePassed: Bool { cf_deadline_passed(cf_wheel_shared(), entry) != 0 }
 
     /// The wheel's tick the deadline is due at (tests: the order of firings).
     var dueTick: UInt64 { cf_deadline_tick(entry) }
