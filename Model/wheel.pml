@@ -93,7 +93,9 @@
  * cf_slots_sweep), drop_all (after the firing, after
  * the sweep), sweep_test and recheck (three loads on one C line each),
  * tick_retract (both re-check outcomes), sleep_timed and sleep_apple
- * (woken, or timed out), wake (from arm and cancel). held_store and
+ * (woken, or timed out: drive's loop calls wait_for until one of the two;
+ * a wait cut short to read the wheel's clock again touches no shared word,
+ * so it adds no step), wake (from arm and cancel). held_store and
  * debug_held name held_shown, which only tests and the benchmark read: no
  * decision of the wheel depends on it, so the model keeps no state for it.
  *
@@ -121,8 +123,8 @@
  * @step recheck       | drive              | if (AO_load(W(&w->inbox)) != 0 ||
  * @step tick_retract  | drive              | if (AO_load(W(&w->inbox)) != 0 || >> AO_store(W(&w->sleep_tick), 0);
  * @step sleep_never   | drive              | while (!w->woken) pthread_cond_wait(&w->sleep_cond, &w->sleep_lock);
- * @step sleep_timed   | drive              | if (pthread_cond_timedwait(&w->sleep_cond, &w->sleep_lock, &ts) == ETIMEDOUT) break;
- * @step sleep_apple   | drive              | if (pthread_cond_timedwait_relative_np(&w->sleep_cond, &w->sleep_lock, &rel) == ETIMEDOUT) break;
+ * @step sleep_timed   | wait_for           | (void)pthread_cond_timedwait(&w->sleep_cond, &w->sleep_lock, &ts);
+ * @step sleep_apple   | wait_for           | (void)pthread_cond_timedwait_relative_np(&w->sleep_cond, &w->sleep_lock, &rel);
  * @step tick_reset    | drive              | w->woken = 0; >> AO_store(W(&w->sleep_tick), 0);
  * @step start_mark    | start              | AO_store(W(&w->sweep_at), CF_WHEEL_SWEEP_MIN);
  * @step wake          | wake               | w->woken = 1;

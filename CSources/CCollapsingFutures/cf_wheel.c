@@ -5,7 +5,6 @@
 #include "cf_thread.h"
 
 #include <atomic_ops.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +25,8 @@ struct cf_wheel {
     AO_t sweep_wanted; // 1 from the canceller that asked until the sweep
     AO_t held_shown;   // `held`, for cf_wheel_debug_held
     // ---- written once, before the driver starts and any entry is armed ---
-    uint64_t epoch_ns;
+    uint64_t epoch_ns;  // the clock's reading at the start: tick 0
+    cf_clock clock;
     cf_deadline_callback event;
     pthread_mutex_t sleep_lock;
     pthread_cond_t sleep_cond;
@@ -39,15 +39,40 @@ struct cf_wheel {
 
 __thread int cf_wheel_driving;
 
-static uint64_t now_ns(void) {
+// The OS clocks of Swift's ContinuousClock and SuspendingClock, as the
+// standard library reads them; and the one a condition variable waits on.
+#ifdef __APPLE__
+#define CONTINUOUS_CLOCK CLOCK_MONOTONIC_RAW
+#define SUSPENDING_CLOCK CLOCK_UPTIME_RAW
+#else
+#define CONTINUOUS_CLOCK CLOCK_BOOTTIME
+#define SUSPENDING_CLOCK CLOCK_MONOTONIC
+#define WAIT_CLOCK CLOCK_MONOTONIC
+#endif
+
+// A wait on the condition variable lasts at most this long when it cannot
+// be on the wheel's own clock: then the clock is read again, so a deadline
+// of a clock that counts time suspended fires at most this late after the
+// machine resumes.
+#define RECHECK_NS 1000000000ull
+
+static uint64_t read_clock(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static clockid_t clock_id(cf_clock clock) {
+    return clock == CF_CLOCK_SUSPENDING ? SUSPENDING_CLOCK : CONTINUOUS_CLOCK;
+}
+
+static uint64_t now_ns(const cf_wheel *w) { return read_clock(clock_id(w->clock)); }
+
+uint64_t cf_clock_now_ns(cf_clock clock) { return read_clock(clock_id(clock)); }
+
 // The tick the clock is in now (rounded down: a tick is reached only once
 // the clock is at or past its start).
-static uint64_t now_tick(const cf_wheel *w) { return (now_ns() - w->epoch_ns) / CF_WHEEL_TICK_NS; }
+static uint64_t now_tick(const cf_wheel *w) { return (now_ns(w) - w->epoch_ns) / CF_WHEEL_TICK_NS; }
 
 static void wake(cf_wheel *w) {
     pthread_mutex_lock(&w->sleep_lock);
@@ -111,6 +136,22 @@ static void fire(cf_wheel *w, cf_deadlines *q, cf_deadline *_Nullable *_Nonnull 
     }
     q->head = d;
     if (d == NULL) q->tail = NULL;
+}
+
+// Under sleep_lock: waits until woken or `ns` have passed on the wheel's
+// clock, or RECHECK_NS when the condition variable waits on another clock.
+static void wait_for(cf_wheel *w, uint64_t ns) {
+#ifdef __APPLE__
+    // No monotonic clock for condition variables there: a relative wait.
+    if (ns > RECHECK_NS) ns = RECHECK_NS;
+    struct timespec rel = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    (void)pthread_cond_timedwait_relative_np(&w->sleep_cond, &w->sleep_lock, &rel);
+#else
+    if (clock_id(w->clock) != WAIT_CLOCK && ns > RECHECK_NS) ns = RECHECK_NS;
+    uint64_t at = read_clock(WAIT_CLOCK) + ns;
+    struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
+    (void)pthread_cond_timedwait(&w->sleep_cond, &w->sleep_lock, &ts);
+#endif
 }
 
 static void *_Nullable drive(void *_Nullable wheel) {
@@ -197,19 +238,12 @@ static void *_Nullable drive(void *_Nullable wheel) {
         if (target == NEVER) {
             while (!w->woken) pthread_cond_wait(&w->sleep_cond, &w->sleep_lock);
         } else {
+            // On the wheel's clock, read again after each wake-up.
             uint64_t at = w->epoch_ns + target * CF_WHEEL_TICK_NS;
             while (!w->woken) {
-#ifdef __APPLE__
-                // No monotonic clock for condition variables there: a
-                // relative wait, measured again after each wake-up.
-                uint64_t t = now_ns();
+                uint64_t t = now_ns(w);
                 if (t >= at) break;
-                struct timespec rel = {(time_t)((at - t) / 1000000000ull), (long)((at - t) % 1000000000ull)};
-                if (pthread_cond_timedwait_relative_np(&w->sleep_cond, &w->sleep_lock, &rel) == ETIMEDOUT) break;
-#else
-                struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
-                if (pthread_cond_timedwait(&w->sleep_cond, &w->sleep_lock, &ts) == ETIMEDOUT) break;
-#endif
+                wait_for(w, at - t);
             }
         }
         w->woken = 0;
@@ -222,45 +256,49 @@ static void *_Nullable drive(void *_Nullable wheel) {
 }
 
 // Initialises `w` and starts its driver: 0, or pthread_create's error.
-static int start(cf_wheel *w, cf_deadline_callback event) {
+static int start(cf_wheel *w, cf_deadline_callback event, cf_clock clock) {
     memset(w, 0, sizeof *w);
     w->event = event;
-    w->epoch_ns = now_ns();
+    w->clock = clock;
+    w->epoch_ns = now_ns(w);
     AO_store(W(&w->sweep_at), CF_WHEEL_SWEEP_MIN);
     pthread_mutex_init(&w->sleep_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
 #ifndef __APPLE__
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_condattr_setclock(&attr, WAIT_CLOCK);
 #endif
     pthread_cond_init(&w->sleep_cond, &attr);
     pthread_condattr_destroy(&attr);
     return cf_start_thread(drive, w);
 }
 
-static cf_wheel shared;
-static pthread_once_t shared_started = PTHREAD_ONCE_INIT;
+// The library's wheels, one per clock.
+static cf_wheel shared[2];
+static pthread_once_t shared_started[2] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
 
-static void start_shared(void) {
-    // No driver: no timer of the process could ever fire. Say so.
-    int error = start(&shared, cf_swift_deadline_event);
+static void start_shared(cf_clock clock) {
+    // No driver: no timer of the process on that clock could ever fire. Say so.
+    int error = start(&shared[clock], cf_swift_deadline_event, clock);
     if (error) cf_thread_start_failed("the timer thread", error);
 }
+static void start_continuous(void) { start_shared(CF_CLOCK_CONTINUOUS); }
+static void start_suspending(void) { start_shared(CF_CLOCK_SUSPENDING); }
 
-cf_wheel *cf_wheel_shared(void) {
-    pthread_once(&shared_started, start_shared);
-    return &shared;
+cf_wheel *cf_wheel_shared(cf_clock clock) {
+    pthread_once(&shared_started[clock], clock == CF_CLOCK_SUSPENDING ? start_suspending : start_continuous);
+    return &shared[clock];
 }
 
-cf_wheel *_Nullable cf_wheel_create(cf_deadline_callback event) {
+cf_wheel *_Nullable cf_wheel_create(cf_deadline_callback event, cf_clock clock) {
     cf_wheel *w = malloc(sizeof *w);
     if (w == NULL) return NULL;
-    if (start(w, event) != 0) { free(w); return NULL; }
+    if (start(w, event, clock) != 0) { free(w); return NULL; }
     return w;
 }
 
 void cf_deadline_arm(cf_wheel *w, cf_deadline *d, uint64_t delay_ns) {
-    uint64_t now = now_ns() - w->epoch_ns;
+    uint64_t now = now_ns(w) - w->epoch_ns;
     d->due_ns = delay_ns > NEVER - now ? NEVER : now + delay_ns;
     uint64_t tick = cf_deadline_tick(d);
     d->state = CF_D_ARMED;
@@ -300,7 +338,11 @@ int cf_deadline_cancel(cf_wheel *w, cf_deadline *d) {
 }
 
 int cf_deadline_passed(const cf_wheel *w, const cf_deadline *d) {
-    return now_ns() - w->epoch_ns >= d->due_ns;
+    return now_ns(w) - w->epoch_ns >= d->due_ns;
+}
+
+uint64_t cf_deadline_clock_ns(const cf_wheel *w, const cf_deadline *d) {
+    return d->due_ns > UINT64_MAX - w->epoch_ns ? UINT64_MAX : w->epoch_ns + d->due_ns;
 }
 
 size_t cf_wheel_debug_held(const cf_wheel *w) { return AO_load(W(&w->held_shown)); }

@@ -19,7 +19,7 @@ extension CancelToken {
         if live.count <= 1 { return live.first ?? .immortal }
         // The handlers hold the source: when every input became immortal
         // (all handlers discarded) the source dies and the result is immortal.
-        let source = CancelTokenSource()
+        let source = CancelTokenSource(_storage: _storage(deadline: live.compactMap(\.deadline).min()))
         let result = source.token
         for t in live { t._whenCancelledInline(unless: result) { source.cancel() } }
         return result
@@ -35,7 +35,8 @@ extension CancelToken {
     public static func all(_ tokens: [CancelToken]) -> CancelToken {
         guard let live = _stillCancellable(tokens, unlessOne: .immortal) else { return .immortal }
         if live.count <= 1 { return live.first ?? .cancelled }
-        let storage = _TokenStorage(terminal: 0)
+        let deadlines = live.compactMap(\.deadline)
+        let storage = _storage(deadline: deadlines.count == live.count ? deadlines.max() : nil)
         let result = CancelToken(_owner: storage)
         let remaining = _Countdown(live.count)
         for t in live {
@@ -43,6 +44,12 @@ extension CancelToken {
                                                              removeOnUnlessImmortal: true)
         }
         return result
+    }
+
+    /// A combined token's storage: one that carries `deadline`, if any
+    /// (a token without a deadline pays nothing for it).
+    static func _storage(deadline: ContinuousClock.Instant?) -> _TokenStorage {
+        deadline.map { _DeadlinedTokenStorage(deadline: $0) } ?? _TokenStorage(terminal: 0)
     }
 
     /// The distinct tokens of `tokens` that can still be cancelled, or nil

@@ -34,6 +34,27 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
         return cf_token_load(_tokenPtr(o))
     }
 
+    /// The instant on the continuous clock at which a deadline this token
+    /// depends on will cancel it, as Go's `ctx.Deadline()`: a deadline
+    /// source's own deadline (`CancelTokenSource(cancellingAfter:)`); for
+    /// `any(_:)` the earliest of its inputs' deadlines; for `all(_:)` the
+    /// latest, when every input has one; nil otherwise, and once the token
+    /// is immortal (no deadline will cancel it). Fixed when the token is
+    /// made. A server passes what is left of it downstream:
+    ///
+    ///     if let deadline = token.deadline {
+    ///         request.headers["grpc-timeout"] = "\(max(0, ContinuousClock.now.duration(to: deadline) / .milliseconds(1)))m"
+    ///     }
+    public var deadline: ContinuousClock.Instant? {
+        let d: ContinuousClock.Instant
+        switch _owner {
+        case let storage as _DeadlineStorage: d = storage.deadline
+        case let storage as _DeadlinedTokenStorage: d = storage.deadline
+        default: return nil
+        }
+        return _word & _wImmortal != 0 ? nil : d
+    }
+
     /// The current state. `.stillCancellable` may change at any moment.
     public var state: CancelTokenState {
         let w = _word

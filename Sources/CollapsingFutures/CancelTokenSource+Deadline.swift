@@ -46,9 +46,52 @@ extension CancelTokenSource {
     /// Every timer of the library (`delayed`, `withTimeout`, `timeout`,
     /// `retrying`) is such a deadline.
     public convenience init(cancellingAfter duration: Duration) {
-        _Delay.check(duration, "duration", of: "CancelTokenSource(cancellingAfter:)")
+        self.init(cancellingAfter: duration, clock: ContinuousClock())
+    }
+
+    /// `init(cancellingAfter:)` on `clock`: the token is cancelled once
+    /// `duration` has passed on it.
+    ///
+    /// A `ContinuousClock` (the default everywhere) or a `SuspendingClock`
+    /// deadline is an entry on the library's wheel for that clock, read
+    /// from the clock's own OS clock (Linux: `CLOCK_BOOTTIME` and
+    /// `CLOCK_MONOTONIC`), with the cost and the threading above. On any
+    /// other clock (a test's clock that the test advances) the deadline
+    /// waits through the clock's own `sleep(until:)` in a task, which
+    /// cancels the token on the task's thread when the sleep ends, never
+    /// earlier; `cancel()` and releasing the source cancel that task at
+    /// once, so nothing waits for the deadline. Passed is that clock's
+    /// word: released at or after its deadline on `clock`, the token is
+    /// cancelled.
+    public convenience init<C: Clock<Duration>>(cancellingAfter duration: Duration, clock: C) {
+        _Delay.check(duration, "duration", of: "CancelTokenSource(cancellingAfter:clock:)")
         if duration == .zero { self.init(_storage: _TokenStorage(terminal: _wCancelled)); return }
         guard let ns = _Delay.nanoseconds(duration) else { self.init(_storage: _TokenStorage(terminal: 0)); return }
-        self.init(_storage: _DeadlineStorage(cancellingAfter: ns))
+        if C.self == ContinuousClock.self { self.init(_storage: _DeadlineStorage(cancellingAfter: ns)); return }
+        if C.self == SuspendingClock.self { self.init(_storage: _SuspendingDeadlineStorage(cancellingAfter: ns)); return }
+        self.init(sleepingUntil: clock.now.advanced(by: duration), clock: clock)
+    }
+
+    /// A deadline at an instant of `clock`: the token is cancelled once
+    /// `clock` reaches `deadline` (at once, already cancelled, when it has).
+    /// As `init(cancellingAfter:clock:)` otherwise; an instant 100 years
+    /// away or more never comes.
+    public convenience init<C: Clock<Duration>>(cancellingAt deadline: C.Instant, clock: C) {
+        let duration = clock.now.duration(to: deadline)
+        if C.self == ContinuousClock.self || C.self == SuspendingClock.self || duration <= .zero
+            || duration >= .seconds(_Delay.neverSeconds) {
+            self.init(cancellingAfter: max(duration, .zero), clock: clock)
+        } else {
+            self.init(sleepingUntil: deadline, clock: clock)
+        }
+    }
+
+    /// A deadline source on a clock the wheels do not read: its timer
+    /// sleeps on `clock`; its token's deadline on the continuous clock is
+    /// taken now.
+    private convenience init<C: Clock<Duration>>(sleepingUntil deadline: C.Instant, clock: C) {
+        let storage = _DeadlinedTokenStorage(deadline: .now.advanced(by: clock.now.duration(to: deadline)))
+        let timer = _SleepingTimer(until: deadline, clock: clock) { storage.settle(_wCancelled) }
+        self.init(_storage: storage, timer: timer)
     }
 }

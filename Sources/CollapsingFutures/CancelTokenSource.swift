@@ -14,12 +14,16 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     /// A deadline source (`init(cancellingAfter:)`) whose deadline may
     /// still fire: its storage is a `_DeadlineStorage`.
     let _hasDeadline: Bool
+    /// A deadline source on a clock the wheels do not read: the timer
+    /// that cancels its token (`_SleepingTimer`).
+    let _timer: _Timer?
 
     /// A source whose token becomes immortal if this source dies uncancelled.
     public init() {
         _storage = _TokenStorage(terminal: 0)
         _cancelOnDeinit = false
         _hasDeadline = false
+        _timer = nil
     }
 
     /// A source whose token is also cancelled when `token` is.
@@ -31,6 +35,7 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
         _storage = _TokenStorage(terminal: 0)
         _cancelOnDeinit = false
         _hasDeadline = false
+        _timer = nil
         _link(to: token)
     }
 
@@ -40,14 +45,16 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
         _storage = _TokenStorage(terminal: 0)
         _cancelOnDeinit = cancelOnDeinit
         _hasDeadline = false
+        _timer = nil
     }
 
     /// A source of `storage`, whose deadline will cancel its token when it
-    /// is a `_DeadlineStorage`.
-    init(_storage storage: _TokenStorage) {
+    /// is a `_DeadlineStorage`, or `timer` when there is one.
+    init(_storage storage: _TokenStorage, timer: _Timer? = nil) {
         _storage = storage
         _cancelOnDeinit = false
         _hasDeadline = storage is _DeadlineStorage
+        _timer = timer
     }
 
     /// The storage as a deadline, for a deadline source.
@@ -57,7 +64,8 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
         // A deadline the clock has reached has passed, whether or not the
         // driver has fired it yet (one that fired has cancelled the token):
         // the token is cancelled, as the firing would do.
-        let deadlinePassed = _deadline.map { !$0.cancelDeadline() || $0.deadlinePassed } ?? false
+        let deadlinePassed = _deadline.map { !$0.cancelDeadline() || $0.deadlinePassed }
+            ?? _timer.map { !$0.cancel() || $0.hasPassed } ?? false
         _storage.settle(_cancelOnDeinit || deadlinePassed ? _wCancelled : _wImmortal)
     }
 
@@ -76,6 +84,7 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
     @discardableResult
     public func tryCancel() -> Bool {
         _deadline?.cancelDeadline()
+        _timer?.cancel()
         return _storage.settle(_wCancelled)
     }
 

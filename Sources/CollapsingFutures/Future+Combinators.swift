@@ -26,13 +26,17 @@ extension Future {
     /// `withTimeout` checks a zero timeout). A delay of 100 years or more
     /// never fires: the result is immortal unless `unless` can still cancel
     /// it. A negative delay is a programming error.
-    public static func delayed(_ value: Value, by delay: Duration, unless: CancelToken = .immortal) -> Future {
+    /// `clock` measures the delay: `ContinuousClock` by default; a
+    /// `SuspendingClock`, or any other clock (a test's, which the test
+    /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
+    public static func delayed(_ value: Value, by delay: Duration, unless: CancelToken = .immortal,
+                               clock: some Clock<Duration> = ContinuousClock()) -> Future {
         _Delay.check(delay, "delay", of: "Future.delayed(_:by:unless:)")
         if delay == .zero { return .succeeded(value) }
         if unless.isCancelled { return .cancelled }
         let source = FutureSource<Value>()
         let out = source.future
-        let timer = _Timer.after(delay) { source.trySetResult(value) }
+        let timer = _Timer.after(delay, clock: clock) { source.trySetResult(value) }
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             timer?.cancel()
             source.trySetFailedWithCancel()
@@ -58,7 +62,10 @@ extension Future {
     /// - A timeout of 100 years or more never fires. If the operation's
     ///   future is immortal and neither the timer nor `until` can fire, the
     ///   result is immortal.
-    public static func withTimeout(_ timeout: Duration, until: CancelToken,
+    /// `clock` measures the timeout: `ContinuousClock` by default; a
+    /// `SuspendingClock`, or any other clock (a test's, which the test
+    /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
+    public static func withTimeout(_ timeout: Duration, until: CancelToken, clock: some Clock<Duration> = ContinuousClock(),
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         if let refused = _refused(timeout, until, of: "Future.withTimeout(_:until:_:)") { return refused }
         let source = FutureSource<Value>()
@@ -84,7 +91,7 @@ extension Future {
         until._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             withExtendedLifetime(source) { end(.failure(CancellationError())) }
         }
-        let timer = _Timer.after(timeout) {
+        let timer = _Timer.after(timeout, clock: clock) {
             withExtendedLifetime(source) { end(.failure(TimeoutError(after: timeout)), endsLifetimeIfLost: false) }
         }
         out._cancelOnSettle(timer)
@@ -135,11 +142,15 @@ extension Future {
     /// - The operation's token is cancelled, if at all, before its answer is
     ///   delivered: after that neither the timer (even one that fired as it
     ///   answered) nor `unless` cancels it.
+    /// `clock` measures the timeout: `ContinuousClock` by default; a
+    /// `SuspendingClock`, or any other clock (a test's, which the test
+    /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
+                                   clock: some Clock<Duration> = ContinuousClock(),
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         if let refused = _refused(timeout, unless, of: "Future.withTimeout(_:unless:_:)") { return refused }
         let timing = _UnlessTimeout<Value>(timeout: timeout, unless: unless)
-        timing.timer = _Timer.after(timeout) { timing.timerFired() }
+        timing.timer = _Timer.after(timeout, clock: clock) { timing.timerFired() }
         // No registration on the output: it settles only through the
         // node, and each of its paths that does not fire the timer cancels it.
         unless._whenCancelledInline(unless: timing.output.completionToken, removeOnUnlessImmortal: true) {
@@ -328,8 +339,11 @@ extension Future {
     /// that grow past 100 years never fire. Negative `maxTries` or
     /// `baseTimeout`, and a `backoff` that is negative, infinite or NaN, are
     /// programming errors (stopped at once, with a message).
+    /// `clock` measures the timeouts: `ContinuousClock` by default; a
+    /// `SuspendingClock`, or any other clock (a test's, which the test
+    /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
     public static func retrying(upTo maxTries: Int, baseTimeout: Duration, backoff: Double = 2,
-                                until: CancelToken = .immortal,
+                                until: CancelToken = .immortal, clock: some Clock<Duration> = ContinuousClock(),
                                 _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.checkRetries(maxTries, baseTimeout, "baseTimeout", backoff: backoff,
                             of: "Future.retrying(upTo:baseTimeout:backoff:until:_:)")
@@ -349,7 +363,7 @@ extension Future {
                 // `retrying(upTo: .max, baseTimeout: .zero)` (or a backoff
                 // of 0) ends here instead of counting them.
                 if timeout == .zero { return .failed(TimeoutError(after: .zero)) }
-                let tried = withTimeout(timeout, until: until, operation)
+                let tried = withTimeout(timeout, until: until, clock: clock, operation)
                 if let r = tried.result {
                     // The last try's timeout is the result: it says how long that try had.
                     guard case .failure(let e) = r, e is TimeoutError, i + 1 < maxTries else { return tried }
@@ -394,9 +408,13 @@ extension Future {
     ///   Negative `maxTries` or `delay`, and a `backoff` that is negative,
     ///   infinite or NaN, are programming errors (stopped at once, with a
     ///   message).
+    /// `clock` measures the waits: `ContinuousClock` by default; a
+    /// `SuspendingClock`, or any other clock (a test's, which the test
+    /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
     public static func retrying(upTo maxTries: Int, delay: Duration, backoff: Double = 2,
                                 until: CancelToken = .immortal,
                                 shouldRetry: @escaping @Sendable (any Error) -> Bool = { !($0 is CancellationError) },
+                                clock: some Clock<Duration> = ContinuousClock(),
                                 _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.checkRetries(maxTries, delay, "delay", backoff: backoff,
                             of: "Future.retrying(upTo:delay:backoff:until:shouldRetry:_:)")
@@ -437,7 +455,7 @@ extension Future {
         }
         /// Try `next` after `wait` (cancelled by `until`).
         @Sendable func waited(_ next: Int, _ wait: Duration) -> Future {
-            let pause = Future<Void>.delayed((), by: wait, unless: until)
+            let pause = Future<Void>.delayed((), by: wait, unless: until, clock: clock)
             let out = Future()
             let nextWait = _Delay.scaled(wait, by: backoff)
             _ContinuationNode._make(output: out) {

@@ -78,13 +78,17 @@ extension Future {
     /// or `CancellationError` if `unless` is cancelled first. The timer and
     /// the registration on this future go as soon as the result is known.
     /// A duration of 100 years or more never fires.
-    public func timeout(_ duration: Duration, unless: CancelToken = .immortal) -> Future<Value> {
+    /// `clock` measures the duration: `ContinuousClock` by default; a
+    /// `SuspendingClock`, or any other clock (a test's, which the test
+    /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
+    public func timeout(_ duration: Duration, unless: CancelToken = .immortal,
+                        clock: some Clock<Duration> = ContinuousClock()) -> Future<Value> {
         _Delay.check(duration, "duration", of: "Future.timeout(_:unless:)")
         if let r = result { return Future(_result: r) }
         if duration == .zero { return .failed(TimeoutError(after: .zero)) }
         if unless.isCancelled { return .cancelled }
         let timing = _FutureTimeout(input: self, duration: duration)
-        timing.timer = _Timer.after(duration) { timing.timerFired() }
+        timing.timer = _Timer.after(duration, clock: clock) { timing.timerFired() }
         // This future's own completion token never cancels it first (as for
         // continuations): as `unless` it must not beat the result.
         let unless = _unless(unless, forContinuationOn: self)

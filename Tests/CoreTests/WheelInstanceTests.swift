@@ -19,7 +19,7 @@ nonisolated(unsafe) private var wheelEntries: UnsafeMutablePointer<cf_deadline>?
         wheelEntries = entries
         guard let wheel = cf_wheel_create({ d, event in
             wheelEvents.withLock { $0.append((wheelEntries!.distance(to: d), event)) }
-        }) else {
+        }, CF_CLOCK_SUSPENDING) else {
             Issue.record("the wheel's driver did not start")
             return
         }
@@ -41,6 +41,6 @@ nonisolated(unsafe) private var wheelEntries: UnsafeMutablePointer<cf_deadline>?
         #expect(dropped.count + cf_wheel_debug_held(wheel) == far)
         #expect((0..<near).allSatisfy { cf_deadline_state(entries + $0) == UInt(CF_D_FIRED) })
         // The library's wheel is another one: none of these reached it.
-        #expect(cf_wheel_shared() != wheel)
+        #expect(cf_wheel_shared(CF_CLOCK_SUSPENDING) != wheel)
     }
 }

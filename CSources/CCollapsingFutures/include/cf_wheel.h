@@ -1,5 +1,6 @@
-// cf_wheel.h — timing wheels: every timer of the library is a deadline on
-// one of them, the library's (cf_wheel_shared).
+// cf_wheel.h — timing wheels: every timer of the library on a
+// ContinuousClock or a SuspendingClock is a deadline on one of the
+// library's two wheels (cf_wheel_shared).
 //
 // Why: a server gives every request a deadline, and nearly every deadline
 // is cancelled long before it is due. A Dispatch timer per deadline costs a
@@ -7,9 +8,10 @@
 // and several allocations. Here a deadline is one small entry: arming it is
 // a push on a lock-free inbox, cancelling it is one CAS, and one driver
 // thread per wheel owns it and sleeps until its earliest deadline. The
-// library has one wheel; a test can make its own (cf_wheel_create), with a
-// callback of its own: no state is shared between wheels (the firing pool
-// is, cf_firing_pool.h).
+// library has one wheel per clock it reads (continuous and suspending,
+// cf_clock), started on first use; a test can make its own
+// (cf_wheel_create), with a callback of its own. No state is shared
+// between wheels (the firing pool is, cf_firing_pool.h).
 //
 // The entry (cf_deadline.h): a state word, a link and the deadline, in an
 // allocation owned by the caller. Whoever wins the CAS out of ARMED owns
@@ -105,13 +107,26 @@ typedef void (*cf_deadline_callback)(cf_deadline *_Nonnull d, int event);
 /// The library's callback (`_Timer.swift`): its wheel's.
 void cf_swift_deadline_event(cf_deadline *_Nonnull d, int event);
 
-/// The library's wheel, whose callback is cf_swift_deadline_event; its
-/// driver starts on the first call.
-cf_wheel *cf_wheel_shared(void);
+/// The clock a wheel reads: the OS clock of Swift's ContinuousClock (Linux
+/// CLOCK_BOOTTIME, Darwin CLOCK_MONOTONIC_RAW: it counts time the machine
+/// is suspended) or of its SuspendingClock (Linux CLOCK_MONOTONIC, Darwin
+/// CLOCK_UPTIME_RAW: it does not).
+typedef enum cf_clock { CF_CLOCK_CONTINUOUS = 0, CF_CLOCK_SUSPENDING = 1 } cf_clock;
 
-/// A wheel of its own, whose driver calls `event` (tests): started now,
-/// never freed. NULL if its thread could not start.
-cf_wheel *_Nullable cf_wheel_create(cf_deadline_callback event);
+/// The clock's reading now, in nanoseconds (what Swift's clock of the same
+/// kind reads). Any thread.
+uint64_t cf_clock_now_ns(cf_clock clock);
+
+/// The library's wheel for `clock`, whose callback is
+/// cf_swift_deadline_event; its driver starts on the first call. The
+/// driver's condition variable waits on CLOCK_MONOTONIC: on another clock
+/// it reads the wheel's clock again at least once a second, so a
+/// deadline of the continuous clock is at most that late after a resume.
+cf_wheel *cf_wheel_shared(cf_clock clock);
+
+/// A wheel of its own on `clock`, whose driver calls `event` (tests):
+/// started now, never freed. NULL if its thread could not start.
+cf_wheel *_Nullable cf_wheel_create(cf_deadline_callback event, cf_clock clock);
 
 /// Entries a pass fires at most from what came due in it, and at most
 /// from the backlog ("Firing" above).
@@ -142,6 +157,10 @@ int cf_deadline_cancel(cf_wheel *w, cf_deadline *d);
 /// driver back); the clock's word, not the driver's. Any thread that holds
 /// the entry; reads only `due_ns`, written before the entry was shared.
 int cf_deadline_passed(const cf_wheel *w, const cf_deadline *d);
+
+/// The deadline of an entry armed on `w`, as a reading of the wheel's
+/// clock (cf_clock_now_ns). Any thread that holds the entry.
+uint64_t cf_deadline_clock_ns(const cf_wheel *w, const cf_deadline *d);
 
 /// Entries `w` holds (armed or cancelled, inbox excluded), as of its
 /// driver's last update. For tests and the benchmark.

@@ -1,8 +1,9 @@
 import CCollapsingFutures
+import Synchronization
 
-/// A one-shot timer: a deadline on the core's timing wheel (cf_wheel.h),
-/// whose payload is released the moment it is cancelled (not when the
-/// deadline passes).
+/// A one-shot timer: a deadline on the library's timing wheel for its
+/// clock (cf_wheel.h; `_SleepingTimer` for other clocks), whose payload is
+/// released the moment it is cancelled (not when the deadline passes).
 ///
 /// The object is the wheel's entry: it holds the C `cf_deadline` at
 /// `_wheelEntryOffset`, where the callback finds it from the entry. The
@@ -17,48 +18,114 @@ import CCollapsingFutures
 /// the cancelling thread goes to the firing pool (`_RunPolicy.hop`,
 /// cf_firing_pool.h), so a blocked handler delays no timer, and nothing on
 /// Dispatch's or Swift's pools can delay one either.
-final class _Timer: @unchecked Sendable {
-    @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
+class _Timer: @unchecked Sendable {
+    @exclusivity(unchecked) final var action: (@Sendable () -> Void)?
     /// Must follow `action` (two words): the wheel's view of this timer,
     /// `_wheelEntryOffset` into the object, as in a deadline source's
     /// storage (`_DeadlineStorage`).
-    private var _c = cf_deadline()
+    private final var _c = cf_deadline()
 
-    private var _ptr: UnsafeMutablePointer<cf_deadline> { _wheelEntry(of: self) }
+    final var _ptr: UnsafeMutablePointer<cf_deadline> { _wheelEntry(of: self) }
 
-    /// A timer that runs `action` after `delay`, or `nil` when `delay` is
-    /// 100 years or more (`_Delay.neverSeconds`: it would never fire; the
-    /// caller treats that as "never", and holds nothing for it).
-    static func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> _Timer? {
+    /// The library's wheel this class arms on: the continuous clock's
+    /// (`_SuspendingTimer`: the suspending clock's).
+    class var _clock: cf_clock { CF_CLOCK_CONTINUOUS }
+
+    /// A timer that runs `action` once `delay` has passed on `clock`, or
+    /// `nil` when `delay` is 100 years or more (`_Delay.neverSeconds`: it
+    /// would never fire; the caller treats that as "never", and holds
+    /// nothing for it). A `ContinuousClock` or a `SuspendingClock` timer
+    /// is a deadline on the library's wheel for that clock; on any other
+    /// clock it waits through the clock's own `sleep(until:)`
+    /// (`_SleepingTimer`).
+    static func after<C: Clock<Duration>>(_ delay: Duration, clock: C,
+                                          _ action: @escaping @Sendable () -> Void) -> _Timer? {
         guard let ns = _Delay.nanoseconds(delay) else { return nil }
-        return _Timer(ns, action)
+        if C.self == ContinuousClock.self { return _Timer(ns, action) }
+        if C.self == SuspendingClock.self { return _SuspendingTimer(ns, action) }
+        return _SleepingTimer(until: clock.now.advanced(by: delay), clock: clock, action)
     }
 
-    private init(_ ns: Int64, _ action: @escaping @Sendable () -> Void) {
+    /// `after(_:clock:_:)` on the continuous clock.
+    static func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> _Timer? {
+        after(delay, clock: ContinuousClock(), action)
+    }
+
+    /// Arms a wheel's timer.
+    init(_ ns: Int64, _ action: @escaping @Sendable () -> Void) {
         self.action = action
         assert(withUnsafeMutablePointer(to: &_c) { $0 } == _ptr, "a timer's cf_deadline must be at _wheelEntryOffset")
         // The wheel's reference, handed back by `_deadlineEvent`.
         _ = Unmanaged.passRetained(self)
-        cf_deadline_arm(cf_wheel_shared(), _ptr, UInt64(ns))
+        cf_deadline_arm(cf_wheel_shared(Self._clock), _ptr, UInt64(ns))
+    }
+
+    /// A timer off the wheels (`_SleepingTimer`): not armed here.
+    init(unarmed action: @escaping @Sendable () -> Void) {
+        self.action = action
     }
 
     /// Stops the timer; the payload is released before this returns.
     /// `false` (no effect) once it has fired or was cancelled.
     @discardableResult
     func cancel() -> Bool {
-        guard cf_deadline_cancel(cf_wheel_shared(), _ptr) != 0 else { return false }
+        guard cf_deadline_cancel(cf_wheel_shared(Self._clock), _ptr) != 0 else { return false }
         action = nil
         return true
     }
 
-    /// The wheel's driver won this timer: its payload makes the transition
-    /// here, on the driver's thread. Releasing it runs no user code: a
+    /// Whether the clock has reached the deadline, whether or not the timer
+    /// has fired yet (`cf_deadline_passed`): the clock's word.
+    var hasPassed: Bool { cf_deadline_passed(cf_wheel_shared(Self._clock), _ptr) != 0 }
+
+    /// The timer won: its payload makes the transition here (for a wheel's
+    /// timer, on the driver's thread). Releasing it runs no user code: a
     /// source it held that dies makes its future immortal, which discards
     /// handlers unrun.
-    fileprivate func fire() {
+    final func fire() {
         let a = action
         action = nil
         a?()
+    }
+}
+
+/// A timer on the suspending clock's wheel.
+final class _SuspendingTimer: _Timer, @unchecked Sendable {
+    override class var _clock: cf_clock { CF_CLOCK_SUSPENDING }
+}
+
+/// A timer on a clock the wheels do not read (a test's clock): a task
+/// waits through the clock's own `sleep(until:)`, never earlier than the
+/// deadline, and fires; `cancel()` releases the payload at once and
+/// cancels the task, whose sleep then ends (a clock's sleep honours
+/// cancellation), so nothing waits for the deadline. The firing runs on
+/// the task's thread. One word decides between the firing and a cancel.
+final class _SleepingTimer<C: Clock<Duration>>: _Timer, @unchecked Sendable {
+    private let fate = Atomic<Int>(0)   // 0 armed, 1 cancelled, 2 fired
+    @exclusivity(unchecked) private var task: Task<Void, Never>?
+    private let clock: C
+    private let deadline: C.Instant
+
+    init(until deadline: C.Instant, clock: C, _ action: @escaping @Sendable () -> Void) {
+        self.clock = clock
+        self.deadline = deadline
+        super.init(unarmed: action)
+        // The task holds this timer until its sleep ends.
+        task = Task { [self] in
+            guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+            // Acquiring-releasing: the winner sees the payload as armed.
+            guard fate.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged else { return }
+            fire()
+        }
+    }
+
+    override var hasPassed: Bool { clock.now >= deadline }
+
+    override func cancel() -> Bool {
+        guard fate.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else { return false }
+        action = nil
+        task?.cancel()
+        return true
     }
 }
 
@@ -82,7 +149,8 @@ func _wheelEntry(of owner: AnyObject) -> UnsafeMutablePointer<cf_deadline> {
 func _deadlineEvent(_ d: UnsafeMutablePointer<cf_deadline>, _ event: Int32) {
     let owner = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(d) - _wheelEntryOffset).takeRetainedValue()
     guard event == CF_DL_FIRE.rawValue else { return }
-    if ObjectIdentifier(type(of: owner)) == ObjectIdentifier(_DeadlineStorage.self) {
+    let kind = ObjectIdentifier(type(of: owner))
+    if kind == ObjectIdentifier(_DeadlineStorage.self) || kind == ObjectIdentifier(_SuspendingDeadlineStorage.self) {
         unsafeDowncast(owner, to: _DeadlineStorage.self).settle(_wCancelled)
     } else {
         unsafeDowncast(owner, to: _Timer.self).fire()

@@ -29,12 +29,16 @@ class _TokenStorage: @unchecked Sendable {
 /// hands the entry back (`_deadlineEvent`), which cancels the token when
 /// the deadline fired; the entry has no payload, so a cancel releases
 /// nothing.
-final class _DeadlineStorage: _TokenStorage, @unchecked Sendable {
+class _DeadlineStorage: _TokenStorage, @unchecked Sendable {
     /// Must stay this class's only stored property, right after the
     /// token: the wheel's view, `_wheelEntryOffset` into the object.
-    private var _entry = cf_deadline()
+    private final var _entry = cf_deadline()
 
-    private var entry: UnsafeMutablePointer<cf_deadline> { _wheelEntry(of: self) }
+    private final var entry: UnsafeMutablePointer<cf_deadline> { _wheelEntry(of: self) }
+
+    /// The library's wheel this class arms on: the continuous clock's
+    /// (`_SuspendingDeadlineStorage`: the suspending clock's).
+    class var _clock: cf_clock { CF_CLOCK_CONTINUOUS }
 
     /// A still-cancellable token whose deadline is `ns` from now.
     init(cancellingAfter ns: Int64) {
@@ -42,18 +46,63 @@ final class _DeadlineStorage: _TokenStorage, @unchecked Sendable {
         assert(withUnsafeMutablePointer(to: &_entry) { $0 } == entry, "a deadline's cf_deadline must be at _wheelEntryOffset")
         // The wheel's reference, handed back by `_deadlineEvent`.
         _ = Unmanaged.passRetained(self)
-        cf_deadline_arm(cf_wheel_shared(), entry, UInt64(ns))
+        cf_deadline_arm(cf_wheel_shared(Self._clock), entry, UInt64(ns))
     }
 
     /// Stops the deadline: true if this call did, false once it has fired
     /// (the token cancelled, or about to be) or was stopped.
     @discardableResult
-    func cancelDeadline() -> Bool { cf_deadline_cancel(cf_wheel_shared(), entry) != 0 }
+    final func cancelDeadline() -> Bool { cf_deadline_cancel(cf_wheel_shared(Self._clock), entry) != 0 }
 
     /// Whether the clock has reached the deadline, whether or not the
     /// driver has fired it yet (`cf_deadline_passed`).
-    var deadlinePassed: Bool { cf_deadline_passed(cf_wheel_shared(), entry) != 0 }
+    final var deadlinePassed: Bool { cf_deadline_passed(cf_wheel_shared(Self._clock), entry) != 0 }
+
+    /// The instant the deadline cancels the token, on the continuous
+    /// clock: the same for every read (`_continuousReference`).
+    var deadline: ContinuousClock.Instant {
+        let ns = cf_deadline_clock_ns(cf_wheel_shared(Self._clock), entry)
+        let reference = _continuousReference
+        return reference.instant.advanced(by: .nanoseconds(Int64(bitPattern: ns &- reference.ns)))
+    }
+
+    /// The deadline as a reading of its wheel's clock (tests: which OS
+    /// clock the wheel reads).
+    final var dueClockNanoseconds: UInt64 { cf_deadline_clock_ns(cf_wheel_shared(Self._clock), entry) }
 
     /// The wheel's tick the deadline is due at (tests: the order of firings).
-    var dueTick: UInt64 { cf_deadline_tick(entry) }
+    final var dueTick: UInt64 { cf_deadline_tick(entry) }
 }
+
+/// A deadline source's storage on the suspending clock's wheel. Its
+/// deadline on the continuous clock is fixed when it is made: the two
+/// clocks part whenever the machine is suspended.
+final class _SuspendingDeadlineStorage: _DeadlineStorage, @unchecked Sendable {
+    override class var _clock: cf_clock { CF_CLOCK_SUSPENDING }
+    private let _deadline: ContinuousClock.Instant
+
+    override init(cancellingAfter ns: Int64) {
+        _deadline = .now.advanced(by: .nanoseconds(ns))
+        super.init(cancellingAfter: ns)
+    }
+
+    override var deadline: ContinuousClock.Instant { _deadline }
+}
+
+/// The storage of a token with a deadline that is not a wheel's entry: a
+/// deadline source on another clock, or `CancelToken.any` or `all` of
+/// tokens with deadlines (`CancelToken.deadline`).
+final class _DeadlinedTokenStorage: _TokenStorage, @unchecked Sendable {
+    let deadline: ContinuousClock.Instant
+
+    init(deadline: ContinuousClock.Instant) {
+        self.deadline = deadline
+        super.init(terminal: 0)
+    }
+}
+
+/// A continuous clock's instant and the same moment as the OS clock reads
+/// it (cf_clock_now_ns), taken once per process: what turns a wheel's
+/// deadline into a `ContinuousClock.Instant`, the same one for every read.
+let _continuousReference: (instant: ContinuousClock.Instant, ns: UInt64) =
+    (ContinuousClock.now, cf_clock_now_ns(CF_CLOCK_CONTINUOUS))
