@@ -14,6 +14,8 @@ let package = Package(
         // CollapsingFutures alone resolves none of the packages below (they
         // serve only the other products and targets).
         .library(name: "CollapsingFutures", targets: ["CollapsingFutures"]),
+        // A clock that tests advance (ManualClock): no dependencies.
+        .library(name: "CollapsingFuturesTesting", targets: ["CollapsingFuturesTesting"]),
         // Bridges to swift-nio's EventLoopFuture (NIOCore only).
         .library(name: "CollapsingFuturesNIO", targets: ["CollapsingFuturesNIO"]),
     ],
@@ -42,6 +44,7 @@ let package = Package(
             dependencies: ["CCollapsingFutures"],
             path: "Sources/CollapsingFutures"
         ),
+        .target(name: "CollapsingFuturesTesting", path: "Sources/CollapsingFuturesTesting"),
         .target(
             name: "CollapsingFuturesNIO",
             dependencies: ["CollapsingFutures", .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["NIO"]))],
@@ -126,7 +129,7 @@ let package = Package(
         // Constructors and combinators (lock-free module only).
         .testTarget(
             name: "CombinatorTests",
-            dependencies: ["CollapsingFutures", "TestSupport"],
+            dependencies: ["CollapsingFutures", "CollapsingFuturesTesting", "TestSupport"],
             path: "Tests/CombinatorTests"
         ),
         .testTarget(name: "ExamplesTests", dependencies: [
