@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
+        // Tests only: swift-clocks' TestClock drives the timed APIs too.
+        .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
     ],
     targets: [
         .systemLibrary(
@@ -129,7 +131,8 @@ let package = Package(
         // Constructors and combinators (lock-free module only).
         .testTarget(
             name: "CombinatorTests",
-            dependencies: ["CollapsingFutures", "CollapsingFuturesTesting", "TestSupport"],
+            dependencies: ["CollapsingFutures", "CollapsingFuturesTesting", "TestSupport",
+                           .product(name: "Clocks", package: "swift-clocks")],
             path: "Tests/CombinatorTests"
         ),
         .testTarget(name: "ExamplesTests", dependencies: [

@@ -4,6 +4,7 @@
 // and CancelToken.deadline.
 @_spi(Testing) @testable import CollapsingFutures
 import CCollapsingFutures
+import Clocks
 import CollapsingFuturesTesting
 import Foundation
 import Testing
@@ -133,6 +134,26 @@ import TestSupport
         #expect(earlyToken.state == .immortal)
         #expect(await eventually { clock.sleepers == 0 })
         _ = late
+    }
+}
+
+/// Any other clock works the same: swift-clocks' TestClock.
+@Suite struct SwiftClocksTestClock {
+    @Test func aTestClockDrivesTimeoutsAndDelays() async {
+        let clock = TestClock()
+        let value = Future.delayed(1, by: .seconds(5), clock: clock)
+        let timed = Future<Int>.withTimeout(.seconds(10), clock: clock, answersOnlyWhenCancelled)
+        await clock.advance(by: .seconds(5))
+        #expect((try? await value.get()) == 1)
+        #expect(timed.state == .pending)
+        await clock.advance(by: .seconds(5))
+        await #expect(throws: TimeoutError(after: .seconds(10))) { try await timed.get() }
+
+        let stop = CancelTokenSource()
+        let stopped = Future.delayed(1, by: .seconds(5), unless: stop.token, clock: clock)
+        stop.cancel()
+        #expect(stopped.hasFailedWithCancel)
+        await clock.run()   // nothing left to wait for: returns at once
     }
 }
 
