@@ -39,10 +39,10 @@ extension CancelTokenSource {
     /// Threading: create, cancel and release a deadline source on any
     /// thread. Cost: the token's storage is also its entry on the
     /// library's timing wheel (cf_wheel.h), two objects in all with the
-    /// source:
-    /// arming is a lock-free push, cancelling one compare-and-swap, and one
-    /// driver thread per process sleeps until the earliest deadline, so a
-    /// million pending deadlines cost what a thousand do per operation.
+    /// source: arming is a lock-free push, cancelling one
+    /// compare-and-swap, and the wheel's driver thread sleeps until the
+    /// earliest deadline, so a million pending deadlines cost what a
+    /// thousand do per operation.
     /// Every timer of the library (`delayed`, `withTimeout`, `timeout`,
     /// `retrying`) is such a deadline.
     public convenience init(cancellingAfter duration: Duration) {
