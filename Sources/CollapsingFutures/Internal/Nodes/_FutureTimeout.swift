@@ -1,6 +1,6 @@
 import CCollapsingFutures
 
-/// `Future.timeout(_:unless:)` in one object: the source of its output, its
+/// `Future.timeout(_:unless:clock:)` in one object: the source of its output, its
 /// registration on the input and the target of its timer. The input's
 /// outcome, the timer or `unless`, whichever comes first, completes the
 /// output; the other two are then stopped (the timer cancelled, this node
