@@ -136,7 +136,7 @@ let package = Package(
             path: "Tests/CombinatorTests"
         ),
         .testTarget(name: "ExamplesTests", dependencies: [
-            "ExampleKit", "CollapsingFutures", "CollapsingFuturesNIO",
+            "ExampleKit", "CollapsingFutures", "CollapsingFuturesNIO", "CollapsingFuturesTesting",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             // The Combine name clash and its way out, tested (DocSamplesCombine.swift).
             .product(name: "OpenCombine", package: "OpenCombine"),

@@ -31,7 +31,7 @@ extension Future {
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
     public static func delayed(_ value: Value, by delay: Duration, unless: CancelToken = .immortal,
                                clock: some Clock<Duration> = ContinuousClock()) -> Future {
-        _Delay.check(delay, "delay", of: "Future.delayed(_:by:unless:clock:)")
+        _Delay.check(delay, "delay", of: "Future.delayed(_:by:unless:)")
         if delay == .zero { return .succeeded(value) }
         if unless.isCancelled { return .cancelled }
         let source = FutureSource<Value>()
@@ -67,7 +67,7 @@ extension Future {
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
     public static func withTimeout(_ timeout: Duration, until: CancelToken, clock: some Clock<Duration> = ContinuousClock(),
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
-        if let refused = _refused(timeout, until, of: "Future.withTimeout(_:until:clock:_:)") { return refused }
+        if let refused = _refused(timeout, until, of: "Future.withTimeout(_:until:_:)") { return refused }
         let source = FutureSource<Value>()
         let out = source.future
         let lifetime = CancelTokenSource()
@@ -148,7 +148,7 @@ extension Future {
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
                                    clock: some Clock<Duration> = ContinuousClock(),
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
-        if let refused = _refused(timeout, unless, of: "Future.withTimeout(_:unless:clock:_:)") { return refused }
+        if let refused = _refused(timeout, unless, of: "Future.withTimeout(_:unless:_:)") { return refused }
         let timing = _UnlessTimeout<Value>(timeout: timeout, unless: unless)
         timing.timer = _Timer.after(timeout, clock: clock) { timing.timerFired() }
         // No registration on the output: it settles only through the
@@ -346,7 +346,7 @@ extension Future {
                                 until: CancelToken = .immortal, clock: some Clock<Duration> = ContinuousClock(),
                                 _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.checkRetries(maxTries, baseTimeout, "baseTimeout", backoff: backoff,
-                            of: "Future.retrying(upTo:baseTimeout:backoff:until:clock:_:)")
+                            of: "Future.retrying(upTo:baseTimeout:backoff:until:_:)")
         /// Tries from `first` on. A try that has already timed out when
         /// `withTimeout` returns (a zero timeout, or an operation that
         /// returned a timed-out future) is followed by the next one in this
@@ -417,7 +417,7 @@ extension Future {
                                 clock: some Clock<Duration> = ContinuousClock(),
                                 _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.checkRetries(maxTries, delay, "delay", backoff: backoff,
-                            of: "Future.retrying(upTo:delay:backoff:until:shouldRetry:clock:_:)")
+                            of: "Future.retrying(upTo:delay:backoff:until:shouldRetry:_:)")
         if maxTries == 0 || until.isCancelled { return .cancelled }
         /// Whether try `i`'s outcome is the result: a success, an error not
         /// to retry, or the last try's failure (also when the `wait` before

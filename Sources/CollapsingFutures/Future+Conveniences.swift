@@ -83,7 +83,7 @@ extension Future {
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
     public func timeout(_ duration: Duration, unless: CancelToken = .immortal,
                         clock: some Clock<Duration> = ContinuousClock()) -> Future<Value> {
-        _Delay.check(duration, "duration", of: "Future.timeout(_:unless:clock:)")
+        _Delay.check(duration, "duration", of: "Future.timeout(_:unless:)")
         if let r = result { return Future(_result: r) }
         if duration == .zero { return .failed(TimeoutError(after: .zero)) }
         if unless.isCancelled { return .cancelled }
