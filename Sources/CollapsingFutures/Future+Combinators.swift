@@ -31,12 +31,17 @@ extension Future {
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
     public static func delayed(_ value: Value, by delay: Duration, unless: CancelToken = .immortal,
                                clock: some Clock<Duration> = ContinuousClock()) -> Future {
+        _delayed(value, by: delay, unless: unless, clock: _TimerClock(clock))
+    }
+
+    /// `delayed`, on a clock of erased type (`_TimerClock`).
+    static func _delayed(_ value: Value, by delay: Duration, unless: CancelToken, clock: _TimerClock) -> Future {
         _Delay.check(delay, "delay", of: "Future.delayed(_:by:unless:)")
         if delay == .zero { return .succeeded(value) }
         if unless.isCancelled { return .cancelled }
         let source = FutureSource<Value>()
         let out = source.future
-        let timer = _Timer.after(delay, clock: clock) { source.trySetResult(value) }
+        let timer = clock.after(delay) { source.trySetResult(value) }
         unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             timer?.cancel()
             source.trySetFailedWithCancel()
@@ -67,6 +72,12 @@ extension Future {
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
     public static func withTimeout(_ timeout: Duration, until: CancelToken, clock: some Clock<Duration> = ContinuousClock(),
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
+        _withTimeout(timeout, until: until, clock: _TimerClock(clock), operation)
+    }
+
+    /// `withTimeout(_:until:clock:_:)`, on a clock of erased type (`_TimerClock`).
+    static func _withTimeout(_ timeout: Duration, until: CancelToken, clock: _TimerClock,
+                             _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         if let refused = _refused(timeout, until, of: "Future.withTimeout(_:until:_:)") { return refused }
         let source = FutureSource<Value>()
         let out = source.future
@@ -91,7 +102,7 @@ extension Future {
         until._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
             withExtendedLifetime(source) { end(.failure(CancellationError())) }
         }
-        let timer = _Timer.after(timeout, clock: clock) {
+        let timer = clock.after(timeout) {
             withExtendedLifetime(source) { end(.failure(TimeoutError(after: timeout)), endsLifetimeIfLost: false) }
         }
         out._cancelOnSettle(timer)
@@ -148,9 +159,15 @@ extension Future {
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
                                    clock: some Clock<Duration> = ContinuousClock(),
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
+        _withTimeout(timeout, unless: unless, clock: _TimerClock(clock), operation)
+    }
+
+    /// `withTimeout(_:unless:clock:_:)`, on a clock of erased type (`_TimerClock`).
+    static func _withTimeout(_ timeout: Duration, unless: CancelToken, clock: _TimerClock,
+                             _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         if let refused = _refused(timeout, unless, of: "Future.withTimeout(_:unless:_:)") { return refused }
         let timing = _UnlessTimeout<Value>(timeout: timeout, unless: unless)
-        timing.timer = _Timer.after(timeout, clock: clock) { timing.timerFired() }
+        timing.timer = clock.after(timeout) { timing.timerFired() }
         // No registration on the output: it settles only through the
         // node, and each of its paths that does not fire the timer cancels it.
         unless._whenCancelledInline(unless: timing.output.completionToken, removeOnUnlessImmortal: true) {
@@ -345,6 +362,12 @@ extension Future {
     public static func retrying(upTo maxTries: Int, baseTimeout: Duration, backoff: Double = 2,
                                 until: CancelToken = .immortal, clock: some Clock<Duration> = ContinuousClock(),
                                 _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
+        _retrying(upTo: maxTries, baseTimeout: baseTimeout, backoff: backoff, until: until, clock: _TimerClock(clock), operation)
+    }
+
+    /// `retrying(upTo:baseTimeout:…)`, on a clock of erased type (`_TimerClock`).
+    static func _retrying(upTo maxTries: Int, baseTimeout: Duration, backoff: Double, until: CancelToken,
+                          clock: _TimerClock, _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.checkRetries(maxTries, baseTimeout, "baseTimeout", backoff: backoff,
                             of: "Future.retrying(upTo:baseTimeout:backoff:until:_:)")
         /// Tries from `first` on. A try that has already timed out when
@@ -363,7 +386,7 @@ extension Future {
                 // `retrying(upTo: .max, baseTimeout: .zero)` (or a backoff
                 // of 0) ends here instead of counting them.
                 if timeout == .zero { return .failed(TimeoutError(after: .zero)) }
-                let tried = withTimeout(timeout, until: until, clock: clock, operation)
+                let tried = _withTimeout(timeout, until: until, clock: clock, operation)
                 if let r = tried.result {
                     // The last try's timeout is the result: it says how long that try had.
                     guard case .failure(let e) = r, e is TimeoutError, i + 1 < maxTries else { return tried }
@@ -416,6 +439,14 @@ extension Future {
                                 shouldRetry: @escaping @Sendable (any Error) -> Bool = { !($0 is CancellationError) },
                                 clock: some Clock<Duration> = ContinuousClock(),
                                 _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
+        _retrying(upTo: maxTries, delay: delay, backoff: backoff, until: until, shouldRetry: shouldRetry,
+                  clock: _TimerClock(clock), operation)
+    }
+
+    /// `retrying(upTo:delay:…)`, on a clock of erased type (`_TimerClock`).
+    static func _retrying(upTo maxTries: Int, delay: Duration, backoff: Double, until: CancelToken,
+                          shouldRetry: @escaping @Sendable (any Error) -> Bool, clock: _TimerClock,
+                          _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.checkRetries(maxTries, delay, "delay", backoff: backoff,
                             of: "Future.retrying(upTo:delay:backoff:until:shouldRetry:_:)")
         if maxTries == 0 || until.isCancelled { return .cancelled }
@@ -455,7 +486,7 @@ extension Future {
         }
         /// Try `next` after `wait` (cancelled by `until`).
         @Sendable func waited(_ next: Int, _ wait: Duration) -> Future {
-            let pause = Future<Void>.delayed((), by: wait, unless: until, clock: clock)
+            let pause = Future<Void>._delayed((), by: wait, unless: until, clock: clock)
             let out = Future()
             let nextWait = _Delay.scaled(wait, by: backoff)
             _ContinuationNode._make(output: out) {

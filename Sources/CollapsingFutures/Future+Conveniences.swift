@@ -83,12 +83,17 @@ extension Future {
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
     public func timeout(_ duration: Duration, unless: CancelToken = .immortal,
                         clock: some Clock<Duration> = ContinuousClock()) -> Future<Value> {
+        _timeout(duration, unless: unless, clock: _TimerClock(clock))
+    }
+
+    /// `timeout(_:unless:clock:)`, on a clock of erased type (`_TimerClock`).
+    func _timeout(_ duration: Duration, unless: CancelToken, clock: _TimerClock) -> Future<Value> {
         _Delay.check(duration, "duration", of: "Future.timeout(_:unless:)")
         if let r = result { return Future(_result: r) }
         if duration == .zero { return .failed(TimeoutError(after: .zero)) }
         if unless.isCancelled { return .cancelled }
         let timing = _FutureTimeout(input: self, duration: duration)
-        timing.timer = _Timer.after(duration, clock: clock) { timing.timerFired() }
+        timing.timer = clock.after(duration) { timing.timerFired() }
         // This future's own completion token never cancels it first (as for
         // continuations): as `unless` it must not beat the result.
         let unless = _unless(unless, forContinuationOn: self)

@@ -31,24 +31,9 @@ class _Timer: @unchecked Sendable {
     /// (`_SuspendingTimer`: the suspending clock's).
     class var _clock: cf_clock { CF_CLOCK_CONTINUOUS }
 
-    /// A timer that runs `action` once `delay` has passed on `clock`, or
-    /// `nil` when `delay` is 100 years or more (`_Delay.neverSeconds`: it
-    /// would never fire; the caller treats that as "never", and holds
-    /// nothing for it). A `ContinuousClock` or a `SuspendingClock` timer
-    /// is a deadline on the library's wheel for that clock; on any other
-    /// clock it waits through the clock's own `sleep(until:)`
-    /// (`_SleepingTimer`).
-    static func after<C: Clock<Duration>>(_ delay: Duration, clock: C,
-                                          _ action: @escaping @Sendable () -> Void) -> _Timer? {
-        guard let ns = _Delay.nanoseconds(delay) else { return nil }
-        if C.self == ContinuousClock.self { return _Timer(ns, action) }
-        if C.self == SuspendingClock.self { return _SuspendingTimer(ns, action) }
-        return _SleepingTimer(until: clock.now.advanced(by: delay), clock: clock, action)
-    }
-
-    /// `after(_:clock:_:)` on the continuous clock.
+    /// `_TimerClock.after` on the continuous clock.
     static func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> _Timer? {
-        after(delay, clock: ContinuousClock(), action)
+        _TimerClock.continuous.after(delay, action)
     }
 
     /// Arms a wheel's timer.
@@ -98,8 +83,9 @@ final class _SuspendingTimer: _Timer, @unchecked Sendable {
 /// waits through the clock's own `sleep(until:)`, never earlier than the
 /// deadline, and fires; `cancel()` releases the payload at once and
 /// cancels the task, whose sleep then ends (a clock's sleep honours
-/// cancellation), so nothing waits for the deadline. The firing runs on
-/// the task's thread. One word decides between the firing and a cancel.
+/// cancellation), so nothing waits for the deadline. The task runs on the
+/// library's thread for such timers (`_SleepExecutor`), where the firing
+/// makes the transition. One word decides between the firing and a cancel.
 final class _SleepingTimer<C: Clock<Duration>>: _Timer, @unchecked Sendable {
     private let fate = Atomic<Int>(0)   // 0 armed, 1 cancelled, 2 fired
     @exclusivity(unchecked) private var task: Task<Void, Never>?
@@ -110,12 +96,16 @@ final class _SleepingTimer<C: Clock<Duration>>: _Timer, @unchecked Sendable {
         self.clock = clock
         self.deadline = deadline
         super.init(unarmed: action)
-        // The task holds this timer until its sleep ends.
-        task = Task { [self] in
+        // The task holds this timer until its sleep ends. It runs on the
+        // library's thread for them, not on Swift's cooperative pool.
+        task = Task(executorPreference: _SleepExecutor.shared) { [self] in
             guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
             // Acquiring-releasing: the winner sees the payload as armed.
             guard fate.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged else { return }
             fire()
+            // What the transition handed to the firing pool: one group.
+            cf_firing_end_group()
+            cf_firing_publish()
         }
     }
 
@@ -126,6 +116,52 @@ final class _SleepingTimer<C: Clock<Duration>>: _Timer, @unchecked Sendable {
         action = nil
         task?.cancel()
         return true
+    }
+}
+
+/// The clock a timer runs on, with its type erased: one of the library's
+/// wheels, or any other clock. A timed API takes a generic clock and hands
+/// its work, with this, to code generic over its value alone: a closure
+/// made where a clock's type is generic carries that type's metadata in a
+/// context of its own, one allocation per closure and call.
+struct _TimerClock: Sendable {
+    /// The wheel of a `ContinuousClock` or a `SuspendingClock`.
+    private let wheel: cf_clock
+    /// Any other clock, whose own `sleep(until:)` timers wait through.
+    private let other: (any Clock<Duration>)?
+
+    static let continuous = _TimerClock(wheel: CF_CLOCK_CONTINUOUS)
+
+    private init(wheel: cf_clock, other: (any Clock<Duration>)? = nil) {
+        self.wheel = wheel
+        self.other = other
+    }
+
+    init<C: Clock<Duration>>(_ clock: C) {
+        if C.self == ContinuousClock.self {
+            self.init(wheel: CF_CLOCK_CONTINUOUS)
+        } else if C.self == SuspendingClock.self {
+            self.init(wheel: CF_CLOCK_SUSPENDING)
+        } else {
+            self.init(wheel: CF_CLOCK_CONTINUOUS, other: clock)
+        }
+    }
+
+    /// A timer that runs `action` once `delay` has passed on this clock,
+    /// or `nil` when `delay` is 100 years or more (`_Delay.neverSeconds`:
+    /// it would never fire; the caller treats that as "never", and holds
+    /// nothing for it). On a wheel's clock it is a deadline on that wheel;
+    /// on any other clock it waits through the clock's own
+    /// `sleep(until:)` (`_SleepingTimer`).
+    func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> _Timer? {
+        guard let ns = _Delay.nanoseconds(delay) else { return nil }
+        if let other { return Self.sleeping(on: other, for: delay, action) }
+        return wheel == CF_CLOCK_SUSPENDING ? _SuspendingTimer(ns, action) : _Timer(ns, action)
+    }
+
+    private static func sleeping<C: Clock<Duration>>(on clock: C, for delay: Duration,
+                                                     _ action: @escaping @Sendable () -> Void) -> _Timer {
+        _SleepingTimer(until: clock.now.advanced(by: delay), clock: clock, action)
     }
 }
 
