@@ -77,7 +77,8 @@ let package = Package(
         // The fuzz harness, all under Tests/Fuzz: the operation-program
         // interpreter and its checks (FuzzKit), the libFuzzer driver (`fuzz`,
         // built by `make fuzz`), the corpus, and its replay in `swift test`.
-        .target(name: "FuzzKit", dependencies: ["CollapsingFutures", "TestSupport"], path: "Tests/Fuzz/FuzzKit"),
+        .target(name: "FuzzKit", dependencies: ["CollapsingFutures", "CollapsingFuturesTesting", "TestSupport"],
+                path: "Tests/Fuzz/FuzzKit"),
         .executableTarget(name: "fuzz", dependencies: ["FuzzKit"], path: "Tests/Fuzz/Driver"),
         // `swift run -c release benchmarks`: the driver, the scenario bodies
         // (one source compiled per implementation) and C support (the malloc

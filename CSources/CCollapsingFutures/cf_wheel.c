@@ -39,6 +39,8 @@ struct cf_wheel {
 
 __thread int cf_wheel_driving;
 
+void cf_wheel_mark_driver_thread(void) { cf_wheel_driving = 1; }
+
 // The OS clocks of Swift's ContinuousClock and SuspendingClock, as the
 // standard library reads them; and the one a condition variable waits on.
 #ifdef __APPLE__

@@ -172,6 +172,12 @@ size_t cf_wheel_debug_held(const cf_wheel *w);
 extern __thread int cf_wheel_driving;
 static inline int cf_wheel_on_driver_thread(void) { return cf_wheel_driving; }
 
+/// Makes the calling thread a driver in that sense: a thread of the
+/// library's own that makes timers' transitions and hands what they would
+/// run of user code to the firing pool (the Swift layer's thread for timers
+/// on other clocks).
+void cf_wheel_mark_driver_thread(void);
+
 #ifdef __cplusplus
 }
 #endif

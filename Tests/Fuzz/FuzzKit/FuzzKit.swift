@@ -7,6 +7,7 @@
 // is checked against the rules of the API (the reference model below), then
 // everything is dropped and every captured object must have been freed.
 import CollapsingFutures
+import CollapsingFuturesTesting
 import Foundation
 import TestSupport
 import Synchronization
@@ -50,17 +51,18 @@ final class HandlerRecord: @unchecked Sendable {
     }
 }
 
-/// A deadline source (`CancelTokenSource(cancellingAfter:)`) with one
-/// handler, and what happened to it: armed, cancelled or released by any
-/// thread while the wheel's driver may fire it. `hasUnless`: the handler
+/// A deadline source (`CancelTokenSource(cancellingAfter:clock:)`) on the
+/// program's manual clock, with one handler, and what happened to it:
+/// armed, cancelled or released by any thread while an advance of the
+/// clock may fire it. `hasUnless`: the handler
 /// was registered with a pool token as `unless:`, which may remove it
 /// while the firing pool has it queued.
 final class DeadlineRecord: @unchecked Sendable {
     let duration: Duration
     var hasUnless = false
-    let fires: Bool          // a duration short enough to wait for
+    let fires: Bool          // a duration the final advance reaches
     let token: CancelToken
-    let created = ContinuousClock.now
+    let created: ManualClock.Instant
     let runs = Cell(0)
     let early = Cell(0)
     let ranAfterCancelWon = Cell(0)   // 1: tryCancel() returned true and the handler had run on return
@@ -68,12 +70,13 @@ final class DeadlineRecord: @unchecked Sendable {
     let cancelTried = Cell(0)   // set before any tryCancel: its run is no firing
     private let lock = NSLock()
     private var _source: CancelTokenSource?
-    init(_ kind: Int) {
+    init(_ kind: Int, on clock: ManualClock) {
         let durations: [Duration] = [.zero, .microseconds(1), .microseconds(200), .milliseconds(2),
                                      .seconds(3600), .seconds(100 * 365 * 86_400)]
         duration = durations[kind % durations.count]
         fires = duration < .seconds(1)
-        let s = CancelTokenSource(cancellingAfter: duration)
+        created = clock.now
+        let s = CancelTokenSource(cancellingAfter: duration, clock: clock)
         _source = s
         token = s.token
     }
@@ -237,6 +240,9 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     let thenLog = Locked<[ThenRecord]>([])
     let flattenLog = Locked<[(Int, Int, Bool)]>([])
     let deadlineLog = Locked<[DeadlineRecord]>([])
+    // The deadlines' clock: time moves only by the program's advances (op
+    // 18, variant 1) and the final one, never by waiting.
+    let clock = ManualClock()
 
     let tokensC = tokens, boxesC = boxes
     /// Pool token `i` as an `unless:` argument (`.immortal` for none).
@@ -360,14 +366,14 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 let out = Future<Int>.withTimeout(.seconds(Int64.max), unless: tokensC[ui]) { _ in called.add(); return fA }
                 combinatorLog.withLock { $0.append(.timeout(a: fa, u: ui, called: called, out: out)) }
             case 17:        // a deadline source, with a handler (variant 1: with `unless:`); then cancel it, release it or keep it
-                let r = DeadlineRecord(a)
+                let r = DeadlineRecord(a, on: clock)
                 let cap = Captured(d)
                 // Not capturing `r`: it holds the source, whose token holds this handler.
                 let (created, duration, tried, early, runs) = (r.created, r.duration, r.cancelTried, r.early, r.runs)
                 r.hasUnless = variant == 1
                 r.token.whenCancelled(unless: variant == 1 ? tokensC[ui] : .immortal) {
                     _ = cap
-                    if tried.load() == 0 && ContinuousClock.now - created < duration { early.add() }
+                    if tried.load() == 0 && created.duration(to: clock.now) < duration { early.add() }
                     runs.add()
                 }
                 deadlineLog.withLock { $0.append(r) }
@@ -376,6 +382,8 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 case 2: r.release()
                 default: break   // kept: it fires, or a later op 18 races it
                 }
+            case 18 where variant == 1:  // advance the program's clock (deadlines due fire)
+                clock.advance(by: [.microseconds(1), .microseconds(200), .milliseconds(2), .seconds(1)][a % 4])
             case 18:        // cancel or release any thread's deadline source
                 guard let r = deadlineLog.withLock({ $0.isEmpty ? nil : $0[a % $0.count] }) else { continue }
                 if b % 2 == 0 { r.cancel() } else { r.release() }
@@ -436,10 +444,11 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
             }
         }
     }
+    // Past every short deadline: each kept one fires (its timer's task
+    // cancels the token, and its handler runs right after, unless its
+    // `unless:` token came first).
+    clock.advance(by: .seconds(2))
     for r in deadlineLog.withLock({ $0 }) {
-        // A kept short deadline fires (its handler runs on the timers'
-        // firing pool, right after the token is cancelled, unless its
-        // `unless:` token came first).
         if r.fires && !r.released && !eventually({ r.token.isCancelled }) {
             throw fail("a \(r.duration) deadline never fired")
         }

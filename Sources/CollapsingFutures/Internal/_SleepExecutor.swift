@@ -1,0 +1,46 @@
+import CCollapsingFutures
+import Dispatch
+import Synchronization
+
+/// The executor of the tasks that timers on other clocks sleep in
+/// (`_SleepingTimer`): one thread of the library's own, started on first
+/// use, which runs their jobs in the order they come. A clock's sleep
+/// resumes its task here, and the timer's transition runs here, so nothing
+/// on Swift's cooperative pool (which tests and servers may keep busy) can
+/// delay it. Like a wheel's driver, the thread hands what a transition
+/// would run of user code to the firing pool (`_RunPolicy.hop`): the jobs
+/// only sleep and make transitions, and none blocks.
+final class _SleepExecutor: TaskExecutor, @unchecked Sendable {
+    static let shared = _SleepExecutor()
+
+    private struct Queue {
+        var jobs: [UnownedJob] = []
+        var started = false
+    }
+    private let queue = Mutex(Queue())
+    /// Posted once per job queued; the thread waits on it.
+    private let ready = DispatchSemaphore(value: 0)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        let start = queue.withLock { q in
+            q.jobs.append(unowned)
+            defer { q.started = true }
+            return !q.started
+        }
+        if start {
+            let error = cf_start_thread({ _ in _SleepExecutor.shared.run(); return nil }, nil)
+            if error != 0 { cf_thread_start_failed("the thread of timers on other clocks", error) }
+        }
+        ready.signal()
+    }
+
+    private func run() {
+        cf_wheel_mark_driver_thread()
+        while true {
+            ready.wait()
+            let job = queue.withLock { q in q.jobs.removeFirst() }
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
