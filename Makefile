@@ -56,10 +56,18 @@ fuzz-build: deps
 
 # Runs libFuzzer for FUZZ_SECONDS (default 60) from Tests/Fuzz/corpus; new
 # inputs go to .build-fuzz/corpus, crashes to .build-fuzz/.
+# -detect_leaks=0: the interpreter checks leaks itself, per program, by
+# counting the deinit of every object a handler, continuation or timer
+# captured (and `make test-asan` runs LeakSanitizer over the suite). The
+# library keeps allocations across programs by design (each thread's node
+# pool, the timer threads), which libFuzzer's malloc/free balance reads as
+# a suspected leak on nearly every input, rerunning it under LeakSanitizer:
+# that cut the rate to 130 programs/s from 756 (2 cores, Xeon).
 fuzz: fuzz-build
 	mkdir -p .build-fuzz/corpus
 	SWIFT_BACKTRACE=enable=no .build-fuzz/release/fuzz .build-fuzz/corpus Tests/Fuzz/corpus \
-	  -max_total_time=$(FUZZ_SECONDS) -max_len=512 -print_final_stats=1 -artifact_prefix=.build-fuzz/
+	  -max_total_time=$(FUZZ_SECONDS) -max_len=512 -print_final_stats=1 -detect_leaks=0 \
+	  -artifact_prefix=.build-fuzz/
 
 # Minimises everything found (to edge coverage) into the committed corpus,
 # which `swift test` replays (Tests/Fuzz/ReplayTests).
