@@ -1,6 +1,5 @@
 import CCollapsingFutures
 import Dispatch
-import Synchronization
 
 /// The executor of the tasks that timers on other clocks sleep in
 /// (`_SleepingTimer`): one thread of the library's own, started on first
@@ -17,7 +16,7 @@ final class _SleepExecutor: TaskExecutor, @unchecked Sendable {
         var jobs: [UnownedJob] = []
         var started = false
     }
-    private let queue = Mutex(Queue())
+    private let queue = _Locked(Queue())
     /// Posted once per job queued; the thread waits on it.
     private let ready = DispatchSemaphore(value: 0)
 
