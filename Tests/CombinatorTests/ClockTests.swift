@@ -84,9 +84,13 @@ import TestSupport
         let untilStyle = Future<Int>.withTimeout(.seconds(3), until: stop.token, clock: clock, answersOnlyWhenCancelled)
         let waited = pending.future.timeout(.seconds(3), unless: stop.token, clock: clock)
         let retried = Future<Int>.retrying(upTo: 3, delay: .seconds(1), until: stop.token, clock: clock) { _ in .failed(Boom()) }
-        await clock.waitUntilSleeping(4)
+        let timedRetries = Future<Int>.retrying(upTo: 3, baseTimeout: .seconds(1), until: stop.token, clock: clock,
+                                                answersOnlyWhenCancelled)
+        let source = CancelTokenSource(cancellingAfter: .seconds(3), clock: clock)
+        await clock.waitUntilSleeping(6)
         stop.cancel()
-        for f in [unlessStyle, untilStyle, waited, retried] { #expect(f.hasFailedWithCancel) }
+        source.cancel()
+        for f in [unlessStyle, untilStyle, waited, retried, timedRetries] { #expect(f.hasFailedWithCancel) }
         #expect(await eventually { clock.sleepers == 0 })
         #expect(stop.token._liveRegistrationCount == 0)
         #expect(pending.future.completionToken._liveRegistrationCount == 0)
