@@ -292,6 +292,9 @@ cf_wheel *cf_wheel_shared(cf_clock clock) {
     return &shared[clock];
 }
 
+cf_wheel *const cf_wheel_continuous = &shared[CF_CLOCK_CONTINUOUS];
+cf_wheel *const cf_wheel_suspending = &shared[CF_CLOCK_SUSPENDING];
+
 cf_wheel *_Nullable cf_wheel_create(cf_deadline_callback event, cf_clock clock) {
     cf_wheel *w = malloc(sizeof *w);
     if (w == NULL) return NULL;
@@ -300,6 +303,8 @@ cf_wheel *_Nullable cf_wheel_create(cf_deadline_callback event, cf_clock clock) 
 }
 
 void cf_deadline_arm(cf_wheel *w, cf_deadline *d, uint64_t delay_ns) {
+    // The library's wheels start with their first entry.
+    if (w == cf_wheel_continuous || w == cf_wheel_suspending) (void)cf_wheel_shared(w == cf_wheel_suspending);
     uint64_t now = now_ns(w) - w->epoch_ns;
     d->due_ns = delay_ns > NEVER - now ? NEVER : now + delay_ns;
     uint64_t tick = cf_deadline_tick(d);

@@ -46,7 +46,8 @@ extension CancelTokenSource {
     /// Every timer of the library (`delayed`, `withTimeout`, `timeout`,
     /// `retrying`) is such a deadline.
     public convenience init(cancellingAfter duration: Duration) {
-        self.init(cancellingAfter: duration, clock: ContinuousClock())
+        _Delay.check(duration, "duration", of: "CancelTokenSource(cancellingAfter:)")
+        self.init(_storage: Self._wheelStorage(after: duration, suspending: false))
     }
 
     /// `init(cancellingAfter:)` on `clock`: the token is cancelled once
@@ -57,19 +58,14 @@ extension CancelTokenSource {
     /// from the clock's own OS clock (Linux: `CLOCK_BOOTTIME` and
     /// `CLOCK_MONOTONIC`), with the cost and the threading above. On any
     /// other clock (a test's clock that the test advances) the deadline
-    /// waits through the clock's own `sleep(until:)` in a task, which
-    /// cancels the token on the task's thread when the sleep ends, never
-    /// earlier; `cancel()` and releasing the source cancel that task at
-    /// once, so nothing waits for the deadline. Passed is that clock's
+    /// waits through the clock's own `sleep(until:)` in a task on a thread
+    /// of the library's own, which cancels the token when the sleep ends,
+    /// never earlier; `cancel()` and releasing the source cancel that task
+    /// at once, so nothing waits for the deadline. Passed is that clock's
     /// word: released at or after its deadline on `clock`, the token is
     /// cancelled.
     public convenience init<C: Clock<Duration>>(cancellingAfter duration: Duration, clock: C) {
-        _Delay.check(duration, "duration", of: "CancelTokenSource(cancellingAfter:clock:)")
-        if duration == .zero { self.init(_storage: _TokenStorage(terminal: _wCancelled)); return }
-        guard let ns = _Delay.nanoseconds(duration) else { self.init(_storage: _TokenStorage(terminal: 0)); return }
-        if C.self == ContinuousClock.self { self.init(_storage: _DeadlineStorage(cancellingAfter: ns)); return }
-        if C.self == SuspendingClock.self { self.init(_storage: _SuspendingDeadlineStorage(cancellingAfter: ns)); return }
-        self.init(sleepingUntil: clock.now.advanced(by: duration), clock: clock)
+        self.init(cancellingAfter: duration, clock: clock, of: "CancelTokenSource(cancellingAfter:clock:)")
     }
 
     /// A deadline at an instant of `clock`: the token is cancelled once
@@ -77,21 +73,31 @@ extension CancelTokenSource {
     /// As `init(cancellingAfter:clock:)` otherwise; an instant 100 years
     /// away or more never comes.
     public convenience init<C: Clock<Duration>>(cancellingAt deadline: C.Instant, clock: C) {
-        let duration = clock.now.duration(to: deadline)
-        if C.self == ContinuousClock.self || C.self == SuspendingClock.self || duration <= .zero
-            || duration >= .seconds(_Delay.neverSeconds) {
-            self.init(cancellingAfter: max(duration, .zero), clock: clock)
-        } else {
-            self.init(sleepingUntil: deadline, clock: clock)
-        }
+        self.init(cancellingAfter: max(clock.now.duration(to: deadline), .zero), clock: clock,
+                  of: "CancelTokenSource(cancellingAt:clock:)")
     }
 
-    /// A deadline source on a clock the wheels do not read: its timer
-    /// sleeps on `clock`; its token's deadline on the continuous clock is
-    /// taken now.
-    private convenience init<C: Clock<Duration>>(sleepingUntil deadline: C.Instant, clock: C) {
-        let storage = _DeadlinedTokenStorage(deadline: .now.advanced(by: clock.now.duration(to: deadline)))
-        let timer = _SleepingTimer(until: deadline, clock: clock) { storage.settle(_wCancelled) }
-        self.init(_storage: storage, timer: timer)
+    /// Both forms: a wheel's deadline is the token's storage itself; on
+    /// another clock the storage carries the deadline on the continuous
+    /// clock, taken now, and a sleeping timer cancels it.
+    private convenience init<C: Clock<Duration>>(cancellingAfter duration: Duration, clock: C, of function: String) {
+        _Delay.check(duration, "duration", of: function)
+        if C.self == ContinuousClock.self || C.self == SuspendingClock.self || duration == .zero
+            || _Delay.nanoseconds(duration) == nil {
+            self.init(_storage: Self._wheelStorage(after: duration, suspending: C.self == SuspendingClock.self))
+            return
+        }
+        let storage = _DeadlinedTokenStorage(deadline: .now.advanced(by: duration))
+        self.init(_storage: storage, timer: _TimerClock(clock).after(duration) { storage.settle(_wCancelled) })
+    }
+
+    /// A deadline source's storage on a wheel: cancelled already for a zero
+    /// duration, a plain one for "never" (100 years or more), else the
+    /// wheel's entry.
+    @inline(__always)
+    private static func _wheelStorage(after duration: Duration, suspending: Bool) -> _TokenStorage {
+        if duration == .zero { return _TokenStorage(terminal: _wCancelled) }
+        guard let ns = _Delay.nanoseconds(duration) else { return _TokenStorage(terminal: 0) }
+        return suspending ? _SuspendingDeadlineStorage(cancellingAfter: ns) : _DeadlineStorage(cancellingAfter: ns)
     }
 }

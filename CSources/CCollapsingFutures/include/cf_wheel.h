@@ -124,6 +124,12 @@ uint64_t cf_clock_now_ns(cf_clock clock);
 /// deadline of the continuous clock is at most that late after a resume.
 cf_wheel *cf_wheel_shared(cf_clock clock);
 
+/// The library's wheels, for the functions below: started by the first
+/// cf_deadline_arm on them (cf_deadline_cancel and the others need an armed
+/// entry, so a started wheel), with no lookup on the way.
+extern cf_wheel *const cf_wheel_continuous;
+extern cf_wheel *const cf_wheel_suspending;
+
 /// A wheel of its own on `clock`, whose driver calls `event` (tests):
 /// started now, never freed. NULL if its thread could not start.
 cf_wheel *_Nullable cf_wheel_create(cf_deadline_callback event, cf_clock clock);

@@ -27,9 +27,13 @@ class _Timer: @unchecked Sendable {
 
     final var _ptr: UnsafeMutablePointer<cf_deadline> { _wheelEntry(of: self) }
 
-    /// The library's wheel this class arms on: the continuous clock's
-    /// (`_SuspendingTimer`: the suspending clock's).
-    class var _clock: cf_clock { CF_CLOCK_CONTINUOUS }
+    /// The library's wheel this timer arms on: the continuous clock's, or
+    /// the suspending clock's for a `_SuspendingTimer` (its class says,
+    /// so no field does).
+    @inline(__always)
+    final var _wheel: OpaquePointer {
+        ObjectIdentifier(type(of: self)) == ObjectIdentifier(_SuspendingTimer.self) ? cf_wheel_suspending : cf_wheel_continuous
+    }
 
     /// `_TimerClock.after` on the continuous clock.
     static func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> _Timer? {
@@ -37,12 +41,13 @@ class _Timer: @unchecked Sendable {
     }
 
     /// Arms a wheel's timer.
+    @inline(__always)
     init(_ ns: Int64, _ action: @escaping @Sendable () -> Void) {
         self.action = action
         assert(withUnsafeMutablePointer(to: &_c) { $0 } == _ptr, "a timer's cf_deadline must be at _wheelEntryOffset")
         // The wheel's reference, handed back by `_deadlineEvent`.
         _ = Unmanaged.passRetained(self)
-        cf_deadline_arm(cf_wheel_shared(Self._clock), _ptr, UInt64(ns))
+        cf_deadline_arm(_wheel, _ptr, UInt64(ns))
     }
 
     /// A timer off the wheels (`_SleepingTimer`): not armed here.
@@ -54,14 +59,14 @@ class _Timer: @unchecked Sendable {
     /// `false` (no effect) once it has fired or was cancelled.
     @discardableResult
     func cancel() -> Bool {
-        guard cf_deadline_cancel(cf_wheel_shared(Self._clock), _ptr) != 0 else { return false }
+        guard cf_deadline_cancel(_wheel, _ptr) != 0 else { return false }
         action = nil
         return true
     }
 
     /// Whether the clock has reached the deadline, whether or not the timer
     /// has fired yet (`cf_deadline_passed`): the clock's word.
-    var hasPassed: Bool { cf_deadline_passed(cf_wheel_shared(Self._clock), _ptr) != 0 }
+    var hasPassed: Bool { cf_deadline_passed(_wheel, _ptr) != 0 }
 
     /// The timer won: its payload makes the transition here (for a wheel's
     /// timer, on the driver's thread). Releasing it runs no user code: a
@@ -75,9 +80,7 @@ class _Timer: @unchecked Sendable {
 }
 
 /// A timer on the suspending clock's wheel.
-final class _SuspendingTimer: _Timer, @unchecked Sendable {
-    override class var _clock: cf_clock { CF_CLOCK_SUSPENDING }
-}
+final class _SuspendingTimer: _Timer, @unchecked Sendable {}
 
 /// A timer on a clock the wheels do not read (a test's clock): a task
 /// waits through the clock's own `sleep(until:)`, never earlier than the
@@ -125,25 +128,30 @@ final class _SleepingTimer<C: Clock<Duration>>: _Timer, @unchecked Sendable {
 /// made where a clock's type is generic carries that type's metadata in a
 /// context of its own, one allocation per closure and call.
 struct _TimerClock: Sendable {
-    /// The wheel of a `ContinuousClock` or a `SuspendingClock`.
-    private let wheel: cf_clock
-    /// Any other clock, whose own `sleep(until:)` timers wait through.
-    private let other: (any Clock<Duration>)?
+    /// The wheel of a `ContinuousClock` or a `SuspendingClock` (unless
+    /// `sleeping` is set).
+    let wheel: cf_clock
+    /// Any other clock: makes a timer that waits through the clock's own
+    /// `sleep(until:)`. A closure, so that copying a wheel's `_TimerClock`
+    /// (nil here) costs nothing.
+    let sleeping: (@Sendable (_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> _Timer)?
 
-    static let continuous = _TimerClock(wheel: CF_CLOCK_CONTINUOUS)
+    static let continuous = _TimerClock(wheel: CF_CLOCK_CONTINUOUS, sleeping: nil)
 
-    private init(wheel: cf_clock, other: (any Clock<Duration>)? = nil) {
+    private init(wheel: cf_clock, sleeping: (@Sendable (Duration, @escaping @Sendable () -> Void) -> _Timer)?) {
         self.wheel = wheel
-        self.other = other
+        self.sleeping = sleeping
     }
 
     init<C: Clock<Duration>>(_ clock: C) {
         if C.self == ContinuousClock.self {
-            self.init(wheel: CF_CLOCK_CONTINUOUS)
+            self.init(wheel: CF_CLOCK_CONTINUOUS, sleeping: nil)
         } else if C.self == SuspendingClock.self {
-            self.init(wheel: CF_CLOCK_SUSPENDING)
+            self.init(wheel: CF_CLOCK_SUSPENDING, sleeping: nil)
         } else {
-            self.init(wheel: CF_CLOCK_CONTINUOUS, other: clock)
+            self.init(wheel: CF_CLOCK_CONTINUOUS) { delay, action in
+                _SleepingTimer(until: clock.now.advanced(by: delay), clock: clock, action)
+            }
         }
     }
 
@@ -153,15 +161,11 @@ struct _TimerClock: Sendable {
     /// nothing for it). On a wheel's clock it is a deadline on that wheel;
     /// on any other clock it waits through the clock's own
     /// `sleep(until:)` (`_SleepingTimer`).
+    @inline(__always)
     func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> _Timer? {
         guard let ns = _Delay.nanoseconds(delay) else { return nil }
-        if let other { return Self.sleeping(on: other, for: delay, action) }
+        if let sleeping { return sleeping(delay, action) }
         return wheel == CF_CLOCK_SUSPENDING ? _SuspendingTimer(ns, action) : _Timer(ns, action)
-    }
-
-    private static func sleeping<C: Clock<Duration>>(on clock: C, for delay: Duration,
-                                                     _ action: @escaping @Sendable () -> Void) -> _Timer {
-        _SleepingTimer(until: clock.now.advanced(by: delay), clock: clock, action)
     }
 }
 

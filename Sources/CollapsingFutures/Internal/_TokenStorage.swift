@@ -36,39 +36,47 @@ class _DeadlineStorage: _TokenStorage, @unchecked Sendable {
 
     private final var entry: UnsafeMutablePointer<cf_deadline> { _wheelEntry(of: self) }
 
-    /// The library's wheel this class arms on: the continuous clock's
-    /// (`_SuspendingDeadlineStorage`: the suspending clock's).
-    class var _clock: cf_clock { CF_CLOCK_CONTINUOUS }
+    /// The library's wheel this deadline is on: the continuous clock's, or
+    /// the suspending clock's for a `_SuspendingDeadlineStorage` (its class
+    /// says, so no field does).
+    @inline(__always)
+    final var _wheel: OpaquePointer {
+        ObjectIdentifier(type(of: self)) == ObjectIdentifier(_SuspendingDeadlineStorage.self)
+            ? cf_wheel_suspending : cf_wheel_continuous
+    }
 
     /// A still-cancellable token whose deadline is `ns` from now.
+    @inline(__always)
     init(cancellingAfter ns: Int64) {
         super.init(terminal: 0)
         assert(withUnsafeMutablePointer(to: &_entry) { $0 } == entry, "a deadline's cf_deadline must be at _wheelEntryOffset")
         // The wheel's reference, handed back by `_deadlineEvent`.
         _ = Unmanaged.passRetained(self)
-        cf_deadline_arm(cf_wheel_shared(Self._clock), entry, UInt64(ns))
+        cf_deadline_arm(_wheel, entry, UInt64(ns))
     }
 
     /// Stops the deadline: true if this call did, false once it has fired
     /// (the token cancelled, or about to be) or was stopped.
     @discardableResult
-    final func cancelDeadline() -> Bool { cf_deadline_cancel(cf_wheel_shared(Self._clock), entry) != 0 }
+    @inline(__always)
+    final func cancelDeadline() -> Bool { cf_deadline_cancel(_wheel, entry) != 0 }
 
     /// Whether the clock has reached the deadline, whether or not the
     /// driver has fired it yet (`cf_deadline_passed`).
-    final var deadlinePassed: Bool { cf_deadline_passed(cf_wheel_shared(Self._clock), entry) != 0 }
+    @inline(__always)
+    final var deadlinePassed: Bool { cf_deadline_passed(_wheel, entry) != 0 }
 
     /// The instant the deadline cancels the token, on the continuous
     /// clock: the same for every read (`_continuousReference`).
     var deadline: ContinuousClock.Instant {
-        let ns = cf_deadline_clock_ns(cf_wheel_shared(Self._clock), entry)
+        let ns = cf_deadline_clock_ns(_wheel, entry)
         let reference = _continuousReference
         return reference.instant.advanced(by: .nanoseconds(Int64(bitPattern: ns &- reference.ns)))
     }
 
     /// The deadline as a reading of its wheel's clock (tests: which OS
     /// clock the wheel reads).
-    final var dueClockNanoseconds: UInt64 { cf_deadline_clock_ns(cf_wheel_shared(Self._clock), entry) }
+    final var dueClockNanoseconds: UInt64 { cf_deadline_clock_ns(_wheel, entry) }
 
     /// The wheel's tick the deadline is due at (tests: the order of firings).
     final var dueTick: UInt64 { cf_deadline_tick(entry) }
@@ -78,7 +86,6 @@ class _DeadlineStorage: _TokenStorage, @unchecked Sendable {
 /// deadline on the continuous clock is fixed when it is made: the two
 /// clocks part whenever the machine is suspended.
 final class _SuspendingDeadlineStorage: _DeadlineStorage, @unchecked Sendable {
-    override class var _clock: cf_clock { CF_CLOCK_SUSPENDING }
     private let _deadline: ContinuousClock.Instant
 
     override init(cancellingAfter ns: Int64) {
