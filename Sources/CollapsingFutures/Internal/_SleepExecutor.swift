@@ -1,5 +1,10 @@
 import CCollapsingFutures
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The executor of the tasks that timers on other clocks sleep in
 /// (`_SleepingTimer`): one thread of the library's own, started on first
@@ -15,6 +20,7 @@ final class _SleepExecutor: TaskExecutor, @unchecked Sendable {
     private struct Queue {
         var jobs: [UnownedJob] = []
         var started = false
+        var running = false
     }
     private let queue = _Locked(Queue())
     /// Posted once per job queued; the thread waits on it.
@@ -38,8 +44,27 @@ final class _SleepExecutor: TaskExecutor, @unchecked Sendable {
         cf_wheel_mark_driver_thread()
         while true {
             ready.wait()
-            let job = queue.withLock { q in q.jobs.removeFirst() }
+            let job = queue.withLock { q in
+                q.running = true
+                return q.jobs.removeFirst()
+            }
             job.runSynchronously(on: asUnownedTaskExecutor())
+            queue.withLock { $0.running = false }
         }
     }
+}
+
+extension _SleepExecutor {
+    /// Whether no job is queued or running: every sleep a clock resumed
+    /// before this call has ended, and its timer's transition is made.
+    var isIdle: Bool { queue.withLock { $0.jobs.isEmpty && !$0.running } }
+}
+
+/// Tests: blocks until the timers on other clocks that a clock's advance
+/// woke have made their transitions (their handlers may still be on the
+/// firing pool). After `ManualClock.advance`, whose resumptions queue
+/// those timers' jobs before it returns, this makes the firing part of
+/// the advance, so a single-threaded program replays exactly.
+@_spi(Testing) public func _waitForTimersOnOtherClocks() {
+    while !_SleepExecutor.shared.isIdle { sched_yield() }
 }

@@ -6,7 +6,7 @@
 // pools; the body then runs on 1 to 3 threads. Afterwards every observation
 // is checked against the rules of the API (the reference model below), then
 // everything is dropped and every captured object must have been freed.
-import CollapsingFutures
+@_spi(Testing) import CollapsingFutures
 import CollapsingFuturesTesting
 import Foundation
 import TestSupport
@@ -382,8 +382,9 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
                 case 2: r.release()
                 default: break   // kept: it fires, or a later op 18 races it
                 }
-            case 18 where variant == 1:  // advance the program's clock (deadlines due fire)
+            case 18 where variant == 1:  // advance the program's clock: the deadlines due fire here
                 clock.advance(by: [.microseconds(1), .microseconds(200), .milliseconds(2), .seconds(1)][a % 4])
+                _waitForTimersOnOtherClocks()
             case 18:        // cancel or release any thread's deadline source
                 guard let r = deadlineLog.withLock({ $0.isEmpty ? nil : $0[a % $0.count] }) else { continue }
                 if b % 2 == 0 { r.cancel() } else { r.release() }
@@ -448,6 +449,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     // cancels the token, and its handler runs right after, unless its
     // `unless:` token came first).
     clock.advance(by: .seconds(2))
+    _waitForTimersOnOtherClocks()
     for r in deadlineLog.withLock({ $0 }) {
         if r.fires && !r.released && !eventually({ r.token.isCancelled }) {
             throw fail("a \(r.duration) deadline never fired")
