@@ -18,9 +18,22 @@ final class _SleepExecutor: TaskExecutor, @unchecked Sendable {
     static let shared = _SleepExecutor()
 
     private struct Queue {
+        /// Jobs from `next` on are still to run (the ones before it are
+        /// dropped once they are half the array: amortized O(1) a job).
         var jobs: [UnownedJob] = []
+        var next = 0
         var started = false
         var running = false
+
+        mutating func take() -> UnownedJob {
+            let job = jobs[next]
+            next += 1
+            if next * 2 >= jobs.count {
+                jobs.removeFirst(next)
+                next = 0
+            }
+            return job
+        }
     }
     private let queue = _Locked(Queue())
     /// Posted once per job queued; the thread waits on it.
@@ -46,7 +59,7 @@ final class _SleepExecutor: TaskExecutor, @unchecked Sendable {
             ready.wait()
             let job = queue.withLock { q in
                 q.running = true
-                return q.jobs.removeFirst()
+                return q.take()
             }
             job.runSynchronously(on: asUnownedTaskExecutor())
             queue.withLock { $0.running = false }
@@ -57,7 +70,7 @@ final class _SleepExecutor: TaskExecutor, @unchecked Sendable {
 extension _SleepExecutor {
     /// Whether no job is queued or running: every sleep a clock resumed
     /// before this call has ended, and its timer's transition is made.
-    var isIdle: Bool { queue.withLock { $0.jobs.isEmpty && !$0.running } }
+    var isIdle: Bool { queue.withLock { $0.next == $0.jobs.count && !$0.running } }
 }
 
 /// Tests: blocks until the timers on other clocks that a clock's advance
