@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 60
 # tests (off by default, so that adopters of the core resolve no swift-nio).
 TRAITS = --traits NIO
 
-.PHONY: deps build test test-tsan test-asan bench bench-quick clean install-check
+.PHONY: deps build test test-tsan test-asan bench bench-chart bench-quick clean install-check
 
 deps:
 	@pkg-config --exists atomic_ops || { \
@@ -30,8 +30,14 @@ test-tsan: deps
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/lsan.supp $(SWIFT) test $(TRAITS) --sanitize=address --scratch-path .build-asan
 
-# Also redraws Benchmarks/ratios.svg, the README's chart of this run's ratios.
+# Also draws this run's ratios as .build/ratios.svg (untracked: a run leaves
+# the working tree clean).
 bench: deps
+	$(SWIFT) run -c release benchmarks --svg .build/ratios.svg
+
+# A run that redraws the README's chart, Benchmarks/ratios.svg: commit it
+# with the figures the README quotes from the same run.
+bench-chart: deps
 	$(SWIFT) run -c release benchmarks --svg Benchmarks/ratios.svg
 
 bench-quick: deps
