@@ -30,8 +30,7 @@ public class Future<Value: Sendable>: @unchecked Sendable, CustomStringConvertib
     /// terminal word carries CF_W_FAILED (`_store` returns that word).
     /// Not a `Result<Value, any Error>?` field: a generic class's deinit is
     /// never specialized, and destroying that field there looks up the
-    /// metadata of two derived generic types on every future (DESIGN.md
-    /// gives the cost). `deinit` below needs only `Value`'s own metadata,
+    /// metadata of two derived generic types on every future. `deinit` below needs only `Value`'s own metadata,
     /// and nothing at all for a trivial `Value`. Not a separate error
     /// field either: without it a future takes glibc's 80-byte chunks,
     /// not 96. A step future (`_StepFuture`) holds its step here until it

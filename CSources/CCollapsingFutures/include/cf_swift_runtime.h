@@ -5,7 +5,7 @@
 // being deinitialized. Together they are a weak reference without the side
 // table a `weak var` allocates.
 //
-// Used by `Future._target` (a flattening future's target): the walker that
+// Used by `Future._targetRef` (a flattening future's target): the walker that
 // detects flattening cycles reads another thread's target while that target
 // may be deinitializing. The flattening future holds an unowned count on its
 // target (swift_unownedRetain when it publishes it, swift_unownedRelease in

@@ -1,5 +1,6 @@
 // A value behind a pthread mutex, for the few slow paths that need a lock
-// (the main-queue hops, the thread of timers on other clocks). Not
+// (main-queue hops, the waits of `until` sequences, the thread of timers on
+// other clocks). Not
 // Synchronization.Mutex: its lock lives in a prebuilt module whose futex
 // operations ThreadSanitizer cannot see, so every use would be reported as
 // a race in our sanitizer runs (and in our users').
