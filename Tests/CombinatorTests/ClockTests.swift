@@ -27,7 +27,10 @@ import TestSupport
         }
         var expectedStart = clock.now
         for i in 0..<10 {
+            // Try i's timer is armed just before the try runs, and its sleep
+            // may begin first: wait for both.
             await clock.waitUntilSleeping()
+            #expect(await eventually { tries.all.count == i + 1 })
             let timeout = Duration.seconds(1 << i)
             #expect(tries.all.count == i + 1 && tries.all[i] == expectedStart)
             #expect(clock.nextDeadline == expectedStart.advanced(by: timeout))
