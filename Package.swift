@@ -14,7 +14,7 @@ let package = Package(
         // CollapsingFutures alone resolves none of the packages below (they
         // serve only the other products and targets).
         .library(name: "CollapsingFutures", targets: ["CollapsingFutures"]),
-        // A clock that tests advance (ManualClock): no dependencies.
+        // A clock that tests advance (ManualClock): depends on the library alone.
         .library(name: "CollapsingFuturesTesting", targets: ["CollapsingFuturesTesting"]),
         // Bridges to swift-nio's EventLoopFuture (NIOCore only).
         .library(name: "CollapsingFuturesNIO", targets: ["CollapsingFuturesNIO"]),
@@ -46,7 +46,7 @@ let package = Package(
             dependencies: ["CCollapsingFutures"],
             path: "Sources/CollapsingFutures"
         ),
-        .target(name: "CollapsingFuturesTesting", path: "Sources/CollapsingFuturesTesting"),
+        .target(name: "CollapsingFuturesTesting", dependencies: ["CollapsingFutures"], path: "Sources/CollapsingFuturesTesting"),
         .target(
             name: "CollapsingFuturesNIO",
             dependencies: ["CollapsingFutures", .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["NIO"]))],

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import CollapsingFutures
 
 /// A clock whose time moves only when a test moves it: code that waits on
 /// it (the library's timed APIs take a `clock:`) can be tested without
@@ -73,7 +67,7 @@ public final class ManualClock: Clock, Sendable {
         }
     }
 
-    private let state = Lock(State())
+    private let state = _Locked(State())
 
     /// A clock at `Instant(offset: .zero)`.
     public init() {}
@@ -149,27 +143,3 @@ public final class ManualClock: Clock, Sendable {
     }
 }
 
-/// A value behind a pthread mutex. Not Synchronization.Mutex: its lock is
-/// in a prebuilt module whose futex calls ThreadSanitizer cannot see, so
-/// every access under it would be reported as a race in users' sanitizer
-/// runs.
-private final class Lock<T>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private var value: T
-
-    init(_ value: T) {
-        self.value = value
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<R>(_ body: (inout T) throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
-    }
-}

@@ -1,6 +1,6 @@
 // A value behind a pthread mutex, for the few slow paths that need a lock
 // (main-queue hops, the waits of `until` sequences, the thread of timers on
-// other clocks). Not
+// other clocks; and ManualClock, in this package). Not
 // Synchronization.Mutex: its lock lives in a prebuilt module whose futex
 // operations ThreadSanitizer cannot see, so every use would be reported as
 // a race in our sanitizer runs (and in our users').
@@ -12,11 +12,11 @@ import Musl
 import Darwin
 #endif
 
-final class _Locked<T>: @unchecked Sendable {
+package final class _Locked<T>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var value: T
 
-    init(_ value: T) {
+    package init(_ value: T) {
         self.value = value
         pthread_mutex_init(mutex, nil)
     }
@@ -26,7 +26,7 @@ final class _Locked<T>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func withLock<R>(_ body: (inout T) throws -> R) rethrows -> R {
+    package func withLock<R>(_ body: (inout T) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
