@@ -90,6 +90,6 @@ public final class CancelTokenSource: Sendable, CustomStringConvertible {
 
     func _link(to parent: CancelToken) {
         let storage = _storage
-        parent._whenCancelledInline(unless: token, removeOnUnlessImmortal: true) { storage.settle(_wCancelled) }
+        parent._whenCancelledInline(untilSettled: token) { storage.settle(_wCancelled) }
     }
 }

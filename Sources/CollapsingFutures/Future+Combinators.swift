@@ -42,7 +42,7 @@ extension Future {
         let source = FutureSource<Value>()
         let out = source.future
         let timer = clock.after(delay) { source.trySetResult(value) }
-        unless._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
+        unless._whenCancelledInline(untilSettled: out.completionToken) {
             timer?.cancel()
             source.trySetFailedWithCancel()
         }
@@ -99,7 +99,7 @@ extension Future {
         // cancels the operation's token, so what that cancel triggers
         // cannot publish first); the registration goes once it settles, so a
         // long-lived `until` keeps no delivered result or its value.
-        until._whenCancelledInline(unless: out.completionToken, removeOnUnlessImmortal: true) {
+        until._whenCancelledInline(untilSettled: out.completionToken) {
             withExtendedLifetime(source) { end(.failure(CancellationError())) }
         }
         let timer = clock.after(timeout) {
@@ -170,7 +170,7 @@ extension Future {
         timing.timer = clock.after(timeout) { timing.timerFired() }
         // No registration on the output: it settles only through the
         // node, and each of its paths that does not fire the timer cancels it.
-        unless._whenCancelledInline(unless: timing.output.completionToken, removeOnUnlessImmortal: true) {
+        unless._whenCancelledInline(untilSettled: timing.output.completionToken) {
             timing.unlessCancelled()
         }
         timing.start(operation(timing.token))
@@ -210,7 +210,7 @@ extension Future {
             for (i, f) in inputs.enumerated() {
                 registrations.append(_ContinuationNode._make(output: out) {
                     if let v = f._value(passingFailureTo: out), slots.fill(i, v) { out._trySet(.success(slots.values())) }
-                }._register(on: f, inline: true))
+                }._register(on: f, .library()))
             }
             return registrations
         }
@@ -245,7 +245,7 @@ extension Future {
             return inputs.map { f in
                 _ContinuationNode._make(output: out) {
                     if remaining.tick() { out._trySet(.success(settled(inputs))) }
-                }._register(on: f, inline: true)
+                }._register(on: f, .library())
             }
         }._followingUnless(unless)
     }
@@ -306,7 +306,7 @@ extension Future {
     /// as it settles either way (completed or immortal): nothing stays on
     /// inputs still pending.
     func _removeOnSettle(_ registrations: [CancelRegistration], unless: CancelToken) {
-        unless._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) {
+        unless._whenCancelledInline(untilSettled: completionToken) {
             self._trySet(.failure(CancellationError()))
         }
         completionToken._removeWhenSettled(registrations)
@@ -329,7 +329,7 @@ extension Future {
         if operations.isEmpty { return .failed(RaceFailure(failures: [])) }
         if until.isCancelled { return .cancelled }
         let race = _Race<Value>(operations.count, until: until)
-        until._whenCancelledInline(unless: race.source.future.completionToken, removeOnUnlessImmortal: true) {
+        until._whenCancelledInline(untilSettled: race.source.future.completionToken) {
             race.untilCancelled()
         }
         // One arrival per operation, removed once the result settles: an
@@ -402,7 +402,7 @@ extension Future {
                     } else {
                         out._trySet(tried._result)
                     }
-                }._runningUserCode()._register(on: tried, unless: until, inline: true)
+                }._register(on: tried, .libraryCallingUser(unless: until))
                 return out
             }
         }
@@ -475,7 +475,7 @@ extension Future {
                     let next = i + 1, nextWait = wait
                     _ContinuationNode._make(output: out) {
                         out._trySetFuture(isFinal(tried, next - 1, before: nextWait) ? tried : waited(next, nextWait))
-                    }._runningUserCode()._register(on: tried, unless: until, inline: true)
+                    }._register(on: tried, .libraryCallingUser(unless: until))
                     return out
                 }
                 if isFinal(tried, i, before: wait) { return tried }
@@ -492,7 +492,7 @@ extension Future {
             _ContinuationNode._make(output: out) {
                 guard case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
                 out._trySetFuture(attempt(next, nextWait))
-            }._runningUserCode()._register(on: pause, unless: until, inline: true)
+            }._register(on: pause, .libraryCallingUser(unless: until))
             return out
         }
         return attempt(0, delay).unless(until)
@@ -518,10 +518,10 @@ extension Sequence {
             return outs
         }
         let registrations = inputs.map { f in
-            _ContinuationNode._make(output: nil) { ordered.fill(f._result) }._register(on: f, inline: true)
+            _ContinuationNode._make(output: nil) { ordered.fill(f._result) }._register(on: f, .library())
         }
         let last = outs[outs.count - 1].completionToken
-        unless._whenCancelledInline(unless: last, removeOnUnlessImmortal: true) { ordered.cancelRest() }
+        unless._whenCancelledInline(untilSettled: last) { ordered.cancelRest() }
         last._removeWhenSettled(registrations)
         return outs
     }

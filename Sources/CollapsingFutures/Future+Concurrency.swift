@@ -64,7 +64,7 @@ extension Future {
         // Claim the future before cancelling the task: the cancel resumes
         // the operation at once, and one that catches it and returns must
         // not publish its success first (the token fails the future).
-        token._whenCancelledInline(unless: completionToken, removeOnUnlessImmortal: true) { [self] in
+        token._whenCancelledInline(untilSettled: completionToken) { [self] in
             let claimed = _takeClaim()
             if cf_wheel_on_driver_thread() != 0 {
                 // The timer driver fails the future now, and leaves the

@@ -17,7 +17,7 @@ extension Future {
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
         let out = _thenStep(f)
-        out._register(on: self, queue: queue, unless: unless)
+        out._register(on: self, .user(queue: queue, unless: unless))
         return out
     }
 
@@ -26,7 +26,7 @@ extension Future {
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
         let out = _flatThenStep(f)
-        out._register(on: self, queue: queue, unless: unless)
+        out._register(on: self, .user(queue: queue, unless: unless))
         return out
     }
 
@@ -36,7 +36,7 @@ extension Future {
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
         let out = _catchStep(f)
-        out._register(on: self, queue: queue, unless: unless)
+        out._register(on: self, .user(queue: queue, unless: unless))
         return out
     }
 
@@ -45,7 +45,7 @@ extension Future {
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
         let out = _flatCatchStep(f)
-        out._register(on: self, queue: queue, unless: unless)
+        out._register(on: self, .user(queue: queue, unless: unless))
         return out
     }
 
@@ -54,7 +54,7 @@ extension Future {
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> U) -> Future<U> {
         let out = _finallyStep(f)
-        out._register(on: self, queue: queue, unless: unless)
+        out._register(on: self, .user(queue: queue, unless: unless))
         return out
     }
 
@@ -63,7 +63,7 @@ extension Future {
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> Future<U>) -> Future<U> {
         let out = _flatFinallyStep(f)
-        out._register(on: self, queue: queue, unless: unless)
+        out._register(on: self, .user(queue: queue, unless: unless))
         return out
     }
 
@@ -71,21 +71,21 @@ extension Future {
     @inlinable
     public func thenDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                        _ f: @escaping @Sendable (Value) -> Void) {
-        _thenDoNode(f)._register(on: self, queue: queue, unless: unless)
+        _thenDoNode(f)._register(on: self, .user(queue: queue, unless: unless))
     }
 
     /// Runs `f` with the error if this fails (never if `unless` is cancelled first).
     @inlinable
     public func catchDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) -> Void) {
-        _catchDoNode(f)._register(on: self, queue: queue, unless: unless)
+        _catchDoNode(f)._register(on: self, .user(queue: queue, unless: unless))
     }
 
     /// Runs `f` with this future once it completes either way.
     @inlinable
     public func finallyDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                           _ f: @escaping @Sendable (Future<Value>) -> Void) {
-        _finallyDoNode(f)._register(on: self, queue: queue, unless: unless)
+        _finallyDoNode(f)._register(on: self, .user(queue: queue, unless: unless))
     }
 
     /// The same outcome, or `CancellationError` if `token` is cancelled first.
@@ -97,7 +97,7 @@ extension Future {
     @inlinable
     public func unless(_ token: CancelToken) -> Future<Value> {
         let out = Future<Value>()
-        _ContinuationNode._make(output: out) { out._trySet(self._result) }._register(on: self, unless: token, inline: true)
+        _ContinuationNode._make(output: out) { out._trySet(self._result) }._register(on: self, .library(unless: token))
         return out
     }
 }
@@ -106,7 +106,7 @@ extension Future {
 //
 // One node per kind of continuation, whatever its run policy: the public
 // methods above (a queue, or the rule of `CancelToken.whenCancelled`) and
-// the `on: MainActor` ones (`_register(mainActor: true)`) register the same
+// the `on: MainActor` ones (`.mainActor(unless:)`) register the same
 // node. A `then`, `catch` or `finally` is its output future
 // (`_StepFuture`). Each is built in the inlinable caller, so its step is
 // specialized for the caller's types.

@@ -20,7 +20,7 @@ extension Future {
         _ContinuationNode._make(output: out) {
             f(self)
             out._trySet(self._result)
-        }._register(on: self, queue: queue, unless: unless)
+        }._register(on: self, .user(queue: queue, unless: unless))
         return out
     }
 
@@ -97,7 +97,7 @@ extension Future {
         // This future's own completion token never cancels it first (as for
         // continuations): as `unless` it must not beat the result.
         let unless = _unless(unless, forContinuationOn: self)
-        unless._whenCancelledInline(unless: timing.output.completionToken, removeOnUnlessImmortal: true) {
+        unless._whenCancelledInline(untilSettled: timing.output.completionToken) {
             timing.unlessCancelled()
         }
         timing.start()
@@ -118,7 +118,7 @@ extension Future {
             case .success(let v): out._trySet(.success(f(v)))
             case .failure(let e): out._trySet(.failure(e))
             }
-        }._register(on: self, inline: true)
+        }._register(on: self, .library())
         return (out, registration)
     }
 }
@@ -138,26 +138,26 @@ extension Future {
     ///     loadTitle().thenDo(on: MainActor.shared) { self.title = $0 }
     public func thenDo(on _: MainActor, unless: CancelToken = .immortal,
                        _ f: @escaping @MainActor @Sendable (Value) -> Void) {
-        _thenDoNode { v in MainActor.assumeIsolated { f(v) } }._register(on: self, unless: unless, mainActor: true)
+        _thenDoNode { v in MainActor.assumeIsolated { f(v) } }._register(on: self, .mainActor(unless: unless))
     }
 
     /// Runs `f` on the main actor with the error if this fails.
     public func catchDo(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (any Error) -> Void) {
-        _catchDoNode { e in MainActor.assumeIsolated { f(e) } }._register(on: self, unless: unless, mainActor: true)
+        _catchDoNode { e in MainActor.assumeIsolated { f(e) } }._register(on: self, .mainActor(unless: unless))
     }
 
     /// Runs `f` on the main actor with this future once it completes.
     public func finallyDo(on _: MainActor, unless: CancelToken = .immortal,
                           _ f: @escaping @MainActor @Sendable (Future<Value>) -> Void) {
-        _finallyDoNode { future in MainActor.assumeIsolated { f(future) } }._register(on: self, unless: unless, mainActor: true)
+        _finallyDoNode { future in MainActor.assumeIsolated { f(future) } }._register(on: self, .mainActor(unless: unless))
     }
 
     /// When this succeeds, its value mapped by `f` on the main actor.
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> U) -> Future<U> {
         let out = _thenStep { v in try MainActor.assumeIsolated { try f(v) } }
-        out._register(on: self, unless: unless, mainActor: true)
+        out._register(on: self, .mainActor(unless: unless))
         return out
     }
 
@@ -166,7 +166,7 @@ extension Future {
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> Future<U>) -> Future<U> {
         let out = _flatThenStep { v in try MainActor.assumeIsolated { try f(v) } }
-        out._register(on: self, unless: unless, mainActor: true)
+        out._register(on: self, .mainActor(unless: unless))
         return out
     }
 }

@@ -43,7 +43,7 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     public convenience init(until token: CancelToken, fileID: StaticString = #fileID, line: UInt = #line) {
         self.init(fileID: fileID, line: line)
         let f = future
-        token._whenCancelledInline(unless: f.completionToken, removeOnUnlessImmortal: true) {
+        token._whenCancelledInline(untilSettled: f.completionToken) {
             f._trySet(.failure(CancellationError()))
         }
     }

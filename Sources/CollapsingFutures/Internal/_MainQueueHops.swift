@@ -128,3 +128,9 @@ func _stalled(_ waiting: Int) {
         or register them with on: .completingThread (or a queue of your own).
         """)
 }
+
+/// Runs `work` on `queue`; on the main queue after every hop sent there
+/// before it (`_MainQueueHops`, which `Future.wait()` serves).
+func _hop(to queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
+    if _MainQueueHops.isMain(queue) { _MainQueueHops.send(work) } else { queue.async(execute: work) }
+}

@@ -1,52 +1,112 @@
-// The registration path. Every registration is a node registered with
-// `_register(on:queue:unless:...)`: user handlers (`whenCancelled`),
-// continuations and steps, the library's bookkeeping
-// (`_whenCancelledInline`, `_whenSettledInline`), `unless` links, awaiting
-// tasks and flattening forwarders. Its `_enter`, the only function between
-// it and `cf_token_register`, reads the token's word once and runs the node
-// now, discards it, or pushes it. Running now runs the same node a settle
-// would run: there is no second closure path.
-// Nodes themselves (what run, discard and remove do) are in Internal/Nodes/.
+// How a node is registered: one value (`_Registration`), written through
+// its presets, and the one call that registers a node with it
+// (`_register(on:_:)`). What registering does — run now, discard, or push —
+// is the lifecycle's (`_NodeRef._enter`, Nodes/_Lifecycle.swift).
 import CCollapsingFutures
 import Dispatch
 
-/// The token every operation on `owner`'s token acts on: its own, or, for
-/// a future linked into another (`Future._link`), that one's
-/// (`cf_token_resolve`). `owner` is the object a token's state word lives
-/// in: `_TokenStorage` for sources, `Future` for completion tokens.
-@inlinable @inline(__always)
-func _tokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
-    cf_token_resolve(_ownTokenPtr(owner))
-}
+/// How a node is registered: the threading it runs under, the `unless:`
+/// token that removes it, and whether it queues behind started work. Only
+/// the presets build one, so a combination that means nothing (a queue
+/// for the library's bookkeeping, the main actor and a queue) cannot be
+/// written.
+@usableFromInline @frozen
+struct _Registration {
+    /// The node's run policy (`_RunPolicy`), recorded by `_enter`; nil for
+    /// the rule of `CancelToken.whenCancelled` without a queue, which
+    /// `_enter` resolves where it registers: the main queue when that is
+    /// the main thread, else the completing thread.
+    @usableFromInline let threading: _RunPolicy?
+    @usableFromInline let unless: CancelToken
+    /// Whether the `unless` link also removes the node when `unless`
+    /// becomes immortal: for bookkeeping that stops mattering once a
+    /// result settles either way.
+    @usableFromInline let removedWhenUnlessImmortal: Bool
+    /// Whether, registered on a cancelled token inside a handler whose
+    /// started work still waits, or `CF_INLINE_DEPTH_MAX` inline runs
+    /// deep, the node queues on this thread's drain instead of running now
+    /// (cf_core.h, "Drain order" and "Stack depth"). False for the
+    /// library's bookkeeping, which runs now whatever the depth.
+    @usableFromInline let queuesBehindStartedWork: Bool
+    /// Whether another thread may reach the node already: an `unless`
+    /// link, whose target is published before it. Then the push, and on a
+    /// settled token its claim, decide (a remover may win).
+    @usableFromInline let reachable: Bool
 
-/// The token stored in `owner` itself, its first stored property: for its
-/// initializer and deinit, and for linking it.
-@inlinable @inline(__always)
-func _ownTokenPtr(_ owner: AnyObject) -> UnsafeMutablePointer<cf_token> {
-    _getUnsafePointerToStoredProperties(owner).assumingMemoryBound(to: cf_token.self)
-}
+    @inlinable @inline(__always)
+    init(_ threading: _RunPolicy?, unless: CancelToken, removedWhenUnlessImmortal: Bool = false,
+         queuesBehindStartedWork: Bool, reachable: Bool = false) {
+        self.threading = threading
+        self.unless = unless
+        self.removedWhenUnlessImmortal = removedWhenUnlessImmortal
+        self.queuesBehindStartedWork = queuesBehindStartedWork
+        self.reachable = reachable
+    }
 
-/// Called by the owner of the token `t` (a `Future`, a `_TokenStorage`) as
-/// it is freed, with its own token's word `w`: nothing can settle it any more.
-/// Nodes still linked in its list (handlers nobody else holds, or removed
-/// ones a cleanup has not unlinked yet) would keep the list's reference
-/// forever: a still-cancellable token with a list is settled immortal, as a
-/// source's death does, which discards the live nodes and unlinks the rest.
-/// Nothing a callback can reach holds the dying owner; inside a drain the
-/// settle only queues the nodes, and the token is not read after it.
-func _settleAbandoned(_ t: UnsafeMutablePointer<cf_token>, word w: UInt) {
-    if w & (_wTerminal | UInt(CF_W_LINKED)) == 0 && w != 0 { cf_token_settle(t, _wImmortal) }
-}
+    /// A user's handler or continuation: the threading contract of
+    /// `CancelToken.whenCancelled` — on `queue`, or, without one, on the
+    /// completing thread, or the main queue when registered on the main
+    /// thread.
+    @inlinable @inline(__always)
+    static func user(queue: DispatchQueue?, unless: CancelToken) -> _Registration {
+        _Registration(queue.map { .queue($0) }, unless: unless, queuesBehindStartedWork: true)
+    }
 
-/// The state word's terminal tags, as Swift sees them.
-@inlinable var _wCancelled: UInt { UInt(CF_W_CANCELLED) }
-@inlinable var _wImmortal: UInt { UInt(CF_W_IMMORTAL) }
-@inlinable var _wTerminal: UInt { UInt(CF_W_TERMINAL) }
-/// A failed future's terminal word: cancelled, with CF_W_FAILED.
-@inlinable var _wFailure: UInt { _wCancelled | UInt(CF_W_FAILED) }
-/// Whether `w` is a failed future's terminal word. Both bits are tested:
-/// in a pending word, CF_W_FAILED's bit belongs to a node's address.
-@inlinable func _isFailure(_ w: UInt) -> Bool { w & _wFailure == _wFailure }
+    /// The `on: MainActor` continuations: always on the main actor, after
+    /// a hop, even from the main thread.
+    @inlinable @inline(__always)
+    static func mainActor(unless: CancelToken) -> _Registration {
+        _Registration(.mainActor, unless: unless, queuesBehindStartedWork: true)
+    }
+
+    /// The library's part of a continuation (forwarding an outcome, a
+    /// combinator's input arriving): inline on the completing thread, as
+    /// one counted inline run.
+    @inlinable @inline(__always)
+    static func library(unless: CancelToken = .immortal) -> _Registration {
+        _Registration(.inline, unless: unless, queuesBehindStartedWork: true)
+    }
+
+    /// `library`, removed when `unless` settles either way.
+    @inlinable @inline(__always)
+    static func library(untilSettled unless: CancelToken) -> _Registration {
+        _Registration(.inline, unless: unless, removedWhenUnlessImmortal: true, queuesBehindStartedWork: true)
+    }
+
+    /// The library's step that calls the user's code (a retry's next try):
+    /// inline, except on the timer driver's thread, where it goes to the
+    /// firing pool (`_RunPolicy.hop`).
+    @inlinable @inline(__always)
+    static func libraryCallingUser(unless: CancelToken) -> _Registration {
+        _Registration(.completingThread, unless: unless, queuesBehindStartedWork: true)
+    }
+
+    /// The library's bookkeeping (links between sources, timers): inline on
+    /// the cancelling thread, now, whatever the depth.
+    @inlinable @inline(__always)
+    static func bookkeeping(unless: CancelToken = .immortal) -> _Registration {
+        _Registration(.inline, unless: unless, queuesBehindStartedWork: false)
+    }
+
+    /// `bookkeeping`, removed when `unless` settles either way.
+    @inlinable @inline(__always)
+    static func bookkeeping(untilSettled unless: CancelToken) -> _Registration {
+        _Registration(.inline, unless: unless, removedWhenUnlessImmortal: true, queuesBehindStartedWork: false)
+    }
+
+    /// Bookkeeping that runs once the token settles either way, cancelled
+    /// or immortal, inline and now.
+    @inlinable @inline(__always)
+    static var whenSettled: _Registration {
+        _Registration(.inlineWhenSettled, unless: .immortal, queuesBehindStartedWork: false)
+    }
+
+    /// An `unless` link (`_UnlessNode`), pushed once its target is listed.
+    @inlinable @inline(__always)
+    static var unlessLink: _Registration {
+        _Registration(.inline, unless: .immortal, queuesBehindStartedWork: true, reachable: true)
+    }
+}
 
 /// A registration's node object: a `_Node`, or a step's output future
 /// (`_StepFuture`), which is its step's node.
@@ -60,154 +120,16 @@ protocol _Registrable: AnyObject {
 }
 
 extension _Registrable {
-    /// The one registration path: every registration — user handlers,
-    /// continuations and steps, `unless` links, awaiting tasks, flattening
-    /// forwarders and combinator bookkeeping — is this node registered on
-    /// the token stored in `owner` here. What happens is `_enter`'s; this
-    /// part, inlined into the caller, only builds the registration, so one
-    /// the caller discards costs no reference counting.
-    ///
-    /// `queue`: the threading contract of `CancelToken.whenCancelled` (nil:
-    /// the completing thread, or the main queue when registered on the
-    /// main thread). `inline`: the library's bookkeeping, run on the
-    /// completing thread whatever thread registered it (no threading is
-    /// recorded; a policy set before, as `_whenSettledInline`'s, stays).
-    /// `queueBehindStartedWork`: false for bookkeeping that runs now even
-    /// inside a handler whose started work still waits (cf_core.h, "Drain
-    /// order"); otherwise a registration on a cancelled token made there, or
-    /// `CF_INLINE_DEPTH_MAX` inline runs deep ("Stack depth"), queues on
-    /// this thread's drain. `removeOnUnlessImmortal`: the `unless` link also
-    /// removes this node when `unless` becomes immortal. `mainActor`: the
-    /// `on: MainActor` continuations, which always run on the main actor
-    /// after a hop (`_RunPolicy.mainActor`).
+    /// The one registration path: this node registered on the token stored
+    /// in `owner`, as `registration` says. What happens is `_enter`'s; this
+    /// part, inlined into the caller, only builds the handle, so one the
+    /// caller discards costs no reference counting.
     @inlinable @inline(__always) @discardableResult
-    func _register(on owner: AnyObject, queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
-                   inline: Bool = false, queueBehindStartedWork: Bool = true,
-                   removeOnUnlessImmortal: Bool = false, mainActor: Bool = false) -> CancelRegistration {
-        let r = _NodeRef(_ptr)._enter(owner, queue, unless, inline: inline, queueBehindStartedWork: queueBehindStartedWork,
-                                      removeOnUnlessImmortal: removeOnUnlessImmortal, mainActor: mainActor)
+    func _register(on owner: AnyObject, _ registration: _Registration) -> CancelRegistration {
+        let r = _NodeRef(_ptr)._enter(owner, registration)
         guard r == Int32(CF_REG_ADDED) else { return CancelRegistration(neverRuns: r != Int32(CF_REG_CANCELLED)) }
         guard let node = _asNode else { return CancelRegistration(neverRuns: false) }
         return CancelRegistration(owner: owner, node: node)
-    }
-}
-
-extension _NodeRef {
-
-    /// `_register`'s work, the only caller of `cf_token_register`. From one
-    /// read of the token's word it does one of four things with this node:
-    /// - `unless` already cancelled: the node is removed by it
-    ///   (`_removed(byUnless:)`: a continuation's output fails with
-    ///   `CancellationError`); returns CF_REG_IMMORTAL (it never runs);
-    /// - the token is cancelled: it runs now (`_runNow`: here, or on its
-    ///   queue after a hop, where `unless` is checked again);
-    ///   CF_REG_CANCELLED;
-    /// - the token is immortal and there is no `unless`: it is discarded
-    ///   here; CF_REG_IMMORTAL;
-    /// - otherwise it is pushed, and its `unless` link after it:
-    ///   CF_REG_ADDED (the list, or this thread's drain queue, took a
-    ///   reference). A token that settled meanwhile is met by the push:
-    ///   the unlisted node is claimed, then run or discarded here (unless a
-    ///   remover got there first), and the terminal state is returned.
-    /// Nodes settled here without the push were never listed, and their
-    /// state says so, so a registration made for one before (`_ResumeNode`)
-    /// cannot remove it from a list it was never in. Their link was never
-    /// pushed: it is dropped, not removed (no token counts a removal of a
-    /// node it never linked).
-    ///
-    /// `reachable`: another thread may already reach this node — an
-    /// `unless` link, whose target is published before it — so it takes no
-    /// shortcut: the push, and on a settled token its claim, decide (a
-    /// remover may win).
-    @usableFromInline
-    func _enter(_ owner: AnyObject, _ queue: DispatchQueue?, _ unless: CancelToken, inline: Bool,
-                      queueBehindStartedWork: Bool, removeOnUnlessImmortal: Bool, mainActor: Bool,
-                      reachable: Bool = false) -> Int32 {
-        // The token stored in `owner` itself, as `unless`, is never
-        // cancelled before this node runs: no `unless` at all. (Borrowed,
-        // not copied: no reference counting on the common path.)
-        let hasUnless = unless._owner != nil && unless._owner !== owner
-        // Plain stores of the state, as `cf_node_init`'s: nothing else
-        // sees the node before it is pushed (not `reachable`).
-        if hasUnless && unless.isCancelled {
-            cf_node_settle_private(c, UInt(CF_N_REMOVED))
-            _handle(.removed(byUnless: true))
-            return Int32(CF_REG_IMMORTAL)
-        }
-        // The threading contract, which `_RunPolicy.hop` reads.
-        assert(inline || { if case .inline = policy.pointee { true } else { false } }(),
-               "a node's threading is recorded once")
-        switch (mainActor, inline, queue) {
-        case (true, _, _): policy.pointee = .mainActor
-        case (false, false, let q?) where q !== DispatchQueue.completingThread: policy.pointee = .queue(q)
-        case (false, false, nil) where _isOnMain(): policy.pointee = .mainQueueUnlessThere
-        case (false, false, _): policy.pointee = .completingThread
-        default: break   // inline: the library's bookkeeping keeps its policy
-        }
-        // Its own word, and the root's only when that one is linked: the
-        // common path loads once. A link made after this load is met by
-        // the push.
-        var w = reachable ? 0 : cf_token_load(_ownTokenPtr(owner))
-        if _slowPath(w & UInt(CF_W_LINKED) != 0) { w = cf_token_load(_tokenPtr(owner)) }
-        if w & _wCancelled != 0 && !(queueBehindStartedWork && cf_drain_must_queue() != 0) {
-            cf_node_settle_private(c, UInt(CF_N_CLAIMED))
-            _runNow(unless: hasUnless ? unless : .immortal, counted: queueBehindStartedWork)
-            return Int32(CF_REG_CANCELLED)
-        }
-        if w & _wImmortal != 0 && !hasUnless {
-            cf_node_settle_private(c, UInt(CF_N_DISCARDED))
-            _handle(.immortalized(linkPushed: false))
-            return Int32(CF_REG_IMMORTAL)
-        }
-        // The link is recorded before this node is published (so its
-        // settler reads it race-free), and pushed after it (so a link that
-        // fires always finds this node in its list). Kept here: once
-        // published, the policy is its settler's.
-        var link: _UnlessNode?
-        if hasUnless {
-            link = _UnlessNode._make(target: self, of: owner, policy: policy.pointee,
-                                     on: unless._owner.unsafelyUnwrapped, removeOnDiscard: removeOnUnlessImmortal)
-            policy.pointee = .linked(link.unsafelyUnwrapped)
-        }
-        // The list's reference.
-        retainObject()
-        // Its own token first (one load less than resolving on every push);
-        // linked, before or meanwhile: once more on the root, never linked.
-        var r = cf_token_register(_ownTokenPtr(owner), c)
-        if r == Int32(CF_REG_LINKED) { r = cf_token_register(_tokenPtr(owner), c) }
-        if r == Int32(CF_REG_CANCELLED) && cf_drain_must_queue() != 0 {
-            // Inside a handler that has started work still waiting, or too
-            // many inline runs deep: queue behind it (cf_core.h, "Drain
-            // order" and "Stack depth"). The queue takes that reference; the node keeps
-            // its `unless` link and can be removed until its turn, as if
-            // listed.
-            cf_node_enqueue(c, _wCancelled)
-            r = Int32(CF_REG_ADDED)
-        }
-        if r == Int32(CF_REG_ADDED) {
-            // A terminal `unless` here is met by the link's own entry (it
-            // runs and removes this node, or is discarded). If this node
-            // settled first it already removed the link, which then sits in
-            // the list as a removed node, counted, until cleanup or settle
-            // unlinks it.
-            if let link {
-                _ = _NodeRef(link._ptr)._enter(unless._owner.unsafelyUnwrapped, nil, .immortal, inline: true,
-                                queueBehindStartedWork: true, removeOnUnlessImmortal: false, mainActor: false,
-                                reachable: true)
-            }
-            return r
-        }
-        releaseObject()
-        let cancelled = r == Int32(CF_REG_CANCELLED)
-        // The node's fields are touched only by the winner of its CAS out of
-        // LIVE: a remover may already hold its registration (an unless
-        // link's, held by the node it links, which can run meanwhile), and
-        // then it owns them. A node with an `unless` link has no
-        // registration out yet (it is handed out, and the link pushed, only
-        // once the node is listed), so this claim is its to win.
-        guard cf_node_claim(c, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 else { return r }
-        _settleUnlisted(cancelled: cancelled)
-        return r
     }
 }
 
@@ -217,33 +139,6 @@ extension _NodeRef {
 @inlinable @inline(__always)
 func _unless(_ unless: CancelToken, forContinuationOn owner: AnyObject) -> CancelToken {
     unless._owner === owner ? .immortal : unless
-}
-
-/// Runs `work` on `queue`; on the main queue after every hop sent there
-/// before it (`_MainQueueHops`, which `Future.wait()` serves).
-func _hop(to queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) {
-    if _MainQueueHops.isMain(queue) { _MainQueueHops.send(work) } else { queue.async(execute: work) }
-}
-
-/// Runs `work` here, or, on the timer driver's thread, on the firing pool
-/// (cf_firing_pool.h): for the library's bookkeeping that ends in user
-/// code, such as `Task.cancel()`, which runs the task's cancellation
-/// handlers where it is called. The driver never runs user code.
-func _runOffTheDriver(_ work: @escaping @Sendable () -> Void) {
-    guard cf_wheel_on_driver_thread() != 0 else { return work() }
-    let node = _HandlerNode._make(work)
-    node._policy = .completingThread
-    _NodeRef(node._ptr)._runAfterHop(to: .completingThread, unless: .immortal)
-}
-
-/// Runs `body` here and now as one inline run of a handler or continuation,
-/// counted, so that registrations nested too deep queue on this thread's
-/// drain instead of recursing (cf_core.h, "Stack depth").
-@inlinable @inline(__always)
-func _inline(_ body: () -> Void) {
-    cf_inline_enter()
-    body()
-    cf_inline_exit()
 }
 
 /// The output of a continuation that will never run (its source is
@@ -259,7 +154,7 @@ func _failOnUnless(_ output: any _ContinuationOutput, _ unlessOwner: AnyObject?)
         output._tryImmortalize()
         return
     }
-    _ContinuationNode._make(output: output) { output._failCancelled() }._register(on: uo, inline: true)
+    _ContinuationNode._make(output: output) { output._failCancelled() }._register(on: uo, .library())
 }
 
 extension CancelToken {
@@ -268,14 +163,24 @@ extension CancelToken {
     /// main-queue hop and no queue — at once if this token is already
     /// cancelled; never if it is or becomes immortal (nothing is registered on
     /// `.immortal` or a settled token), or if `unless` is cancelled first.
-    /// `removeOnUnlessImmortal`: the registration also goes when `unless`
-    /// becomes immortal.
     @discardableResult
-    func _whenCancelledInline(unless: CancelToken, removeOnUnlessImmortal: Bool = false,
+    func _whenCancelledInline(unless: CancelToken, _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
+        _whenCancelledInline(.bookkeeping(unless: unless), action)
+    }
+
+    /// `_whenCancelledInline`, whose registration also goes when `output`
+    /// becomes immortal: bookkeeping for a result, which stops mattering
+    /// once that result settles either way.
+    @discardableResult
+    func _whenCancelledInline(untilSettled output: CancelToken,
                               _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
+        _whenCancelledInline(.bookkeeping(untilSettled: output), action)
+    }
+
+    private func _whenCancelledInline(_ registration: _Registration,
+                                      _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
         guard let owner = _owner else { return CancelRegistration(neverRuns: true) }
-        return _HandlerNode._make(action)._register(on: owner, unless: unless, inline: true, queueBehindStartedWork: false,
-                                                    removeOnUnlessImmortal: removeOnUnlessImmortal)
+        return _HandlerNode._make(action)._register(on: owner, registration)
     }
 
     /// Library bookkeeping that must happen once the token settles either
@@ -286,9 +191,7 @@ extension CancelToken {
     @discardableResult
     func _whenSettledInline(_ action: @escaping @Sendable () -> Void) -> CancelRegistration {
         guard let owner = _owner else { action(); return CancelRegistration(neverRuns: false) }
-        let n = _HandlerNode._make(action)
-        n._policy = .inlineWhenSettled
-        let r = n._register(on: owner, inline: true, queueBehindStartedWork: false)
+        let r = _HandlerNode._make(action)._register(on: owner, .whenSettled)
         // Not pushed: `action` has run, whichever way the token settled.
         return r._node != nil ? r : CancelRegistration(neverRuns: false)
     }

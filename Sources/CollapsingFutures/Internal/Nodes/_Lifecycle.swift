@@ -1,97 +1,47 @@
-// The lifecycle of a node, every kind in one place. The C side's table is
-// in cf_core.h (the state word, the node state); this is the Swift side.
-// A node object is a `_Node`, or a step's output future (`_StepFuture`,
-// whose `cf_node` carries the core's owner bit); the path and the
-// lifecycle work on its `cf_node` and run policy (`_NodeRef`), and only
-// the action at the end differs by kind.
+// The lifecycle of a node, every kind, in one place: each transition is a
+// function here, and this file alone writes a node's run policy.
 //
-// STATES. A node's C state (`cf_node.state`) is LIVE from `cf_node_init`
-// until exactly one event moves it out: CLAIMED (run), DISCARDED (its
-// token became immortal) or REMOVED. Its run policy (`_RunPolicy`, the
-// Swift field after the `cf_node` in every node object) says where it runs:
-//   inline | inlineWhenSettled | mainQueueUnlessThere | queue | mainActor
-//     recorded by `_register` before the node is published;
-//   linked(link)  it has an `unless` link (which keeps the policy above);
-//   unlinked      the link was removed or dropped once the node settled.
+// A node object is a `_Node` or a step's output future (`_StepFuture`);
+// the lifecycle works on its `cf_node` and run policy (`_NodeRef`), and
+// only the action at the end differs by kind (`_NodeRef.perform`).
 //
-// EVENTS (`_NodeEvent`, turned into actions, `_NodeAction`, by
-// `_NodeRef._handle`) and who sends them:
-//   registered   `_register` -> `_NodeRef._enter`: run now (CLAIMED: `_runNow`),
-//                discard now (DISCARDED), `unless` came first (REMOVED:
-//                `.removed(byUnless: true)`), or pushed (stays LIVE).
-//                Settled there, a node was never listed: the state is a
-//                plain store, before anyone else can see the node. (An
-//                `unless` link can be seen through its published target:
-//                it always takes the push, and the claim decides.)
-//   cancelled    the C callback CF_EV_RUN, after the settle's CAS, or an
-//                unlisted node that met its token cancelled; a policy that
-//                hops sends the node there first (`hopped` on arrival).
-//   immortalized CF_EV_DISCARD, or an unlisted node that met its token
-//                immortal.
-//   removed      `CancelRegistration.remove()` won the CAS (byUnless false),
-//                or its `unless` link ran (byUnless true).
-//   hopped       the run reached its queue or the main actor: `unless` is
-//                read again (cancelled: as removed by it; else run).
-//   CF_EV_UNLINK only hands back the list's reference (a removed node).
-// `_handle` first releases the `unless` link (removed from its token, or
-// dropped when it was never pushed or is the one that fired), then
-// performs the kind's action (`_NodeRef.perform`): a `_Node`'s method, or
-// a step future's step, which its outcome words hold until then.
+// State: the C node state (`cf_node.state`: LIVE until exactly one of
+// CLAIMED, DISCARDED, REMOVED) and the run policy (`_RunPolicy`: the
+// threading, `linked` while an `unless` link is out, then `unlinked`).
 //
-// ACTIONS, per kind (all take their fields, leaving them nil):
-//   kind               run (cancelled)          immortalized            removed by unless         kept
-//   _HandlerNode       the handler              drop                    drop                      yes
-//   _StepFuture        the step; collapsing:    itself: _failOnUnless   itself fails (*)          no
-//                      set to the future f
-//                      returned
-//   _SinkNode          f(value) on success      drop                    drop                      yes
-//   _ContinuationNode  the body                 output: _failOnUnless   output fails (*)          yes
-//   _FlattenNode       complete output from     output immortal         -                         no
-//                      the chain's end
-//   _UnlessNode        remove its target        remove its target if    -                         yes
-//                      (by unless)              removeOnDiscard
-//   _ResumeNode        resume with onRun()      throw onDiscard         resume with onRemove      no
-//   _AllNode           count down; the last     result immortal         drop                      no
-//                      cancels the result
-// "removed" by `remove()` only drops the fields (the Do forms and steps
-// run nothing). (*) with `CancellationError`, the user's function never
-// run; a Do form has no output. `_failOnUnless`: the output fails when
-// `unless` fires, and is immortal once it cannot.
+// Transitions, each taken by the winner of the node's CAS out of LIVE:
+//   registered   `_enter`: runs now, is discarded now, is removed by an
+//                `unless` already cancelled, or is pushed (stays LIVE);
+//   cancelled    `_handle(.cancelled)`: its `unless` link goes; runs here,
+//                or after a hop (`_runAfterHop`);
+//   immortalized `_handle(.immortalized)`: the link goes; discarded (run,
+//                for `inlineWhenSettled`);
+//   removed      `_handle(.removed)`: by its registration, or its link;
+//   hopped       `_handle(.hopped)`: arrived where it runs, `unless` read
+//                again;
+// then the list's reference goes (`_releaseListReference`), and a dead
+// `_Node` is kept for reuse (cf_node_pool.h).
 //
-// PHASES. None: every node is registered once, and acts once. A
-// collapsing step that returned a pending future sets itself to it
-// (`Future._setFuture`: linked, or a `_FlattenNode` forwarder); its own
-// node is done by then.
-//
-// OWNERSHIP. Before publication only the registering thread writes a
+// Ownership: before publication only the registering thread writes a
 // node's fields; the C release-CAS that publishes it orders those writes.
 // From then on the winner of the CAS out of LIVE owns them: no lock, no
-// dynamic exclusivity check (`@exclusivity(unchecked)`). `_policy` is
-// written before publication and by its owner in `_handle`.
+// dynamic exclusivity check (`@exclusivity(unchecked)`).
 //
-// REFERENCES. The list holds one on the node object (`_enter`), handed
+// References: the list holds one on the node object (`_enter`), handed
 // back with every C callback (`_nodeEvent`); a `CancelRegistration`, an
-// `unless` link's target and a hop each hold another. A step future's
-// holders are also its users: it lives while listed, whoever holds it.
+// `unless` link's target and a hop each hold another. A node is dead when
+// the reference in hand is its only one (`cf_is_only_reference`).
 //
-// REUSE (cf_node_pool.h). A node is dead when the reference in hand is its
-// only one (`cf_is_only_reference`, the Swift runtime's count): in
-// `_nodeEvent` (the list's) or after a run now (`_runNow`, the caller's:
-// a node run now is never listed, linked nor handed out).
-// A dead `_Node` of a kept kind clears its fields and goes on this thread's
-// free list (`_keep`); `_reused` takes it, `cf_node_init` first. A step
-// future is its user's output, never kept.
-//
-// THREADSANITIZER. Reuse crosses threads through the runtime's reference
+// ThreadSanitizer: reuse crosses threads through the runtime's reference
 // count, which TSan cannot see: each holder other than the list calls
-// `cf_node_fields_released` when done with a node (`CancelRegistration`,
-// `_removeNode`, a hop's arrival, an `unless` link's release, a
-// non-final `_nodeEvent`), and keeping calls `cf_node_fields_acquired`.
+// `cf_node_fields_released` when done with a node, and keeping calls
+// `cf_node_fields_acquired`.
+import CCollapsingFutures
+import Dispatch
 
-/// What happens to a node: the events of its one lifecycle, which
-/// `_NodeRef._handle` turns into the node's actions. Each event but `hopped`
-/// comes to the winner of the node's CAS out of LIVE, so exactly one of
-/// them ends a node's registration.
+/// An event of a node's lifecycle after its registration (`_enter`).
+/// Each but `hopped` comes to the winner of the node's CAS out of LIVE, so
+/// exactly one of them ends a node's registration.
 @usableFromInline
 enum _NodeEvent {
     /// Claimed by its token's cancel. `linkPushed`: its `unless` link was
@@ -109,8 +59,9 @@ enum _NodeEvent {
     case hopped(unless: CancelToken)
 }
 
-/// What `_NodeRef._handle` makes of an event: the node's action, which
-/// `_NodeRef.perform` runs (a `_Node`'s method, a step future's step).
+/// What a node does at the end of its lifecycle, which each kind answers
+/// (`_NodeRef.perform`: a `_Node`'s `_run`, `_discard` or `_removed`, or a
+/// step future's step).
 @usableFromInline
 enum _NodeAction {
     /// Run (the token was cancelled, or the hop arrived).
@@ -121,4 +72,285 @@ enum _NodeAction {
     /// Never run: removed by its registration, or, `byUnless`, by its
     /// `unless:` token, when it fired first or before a hop arrived.
     case remove(byUnless: Bool)
+}
+
+extension _NodeRef {
+    /// Registered: the only caller of `cf_token_register`. From one read
+    /// of the token's word it does one of four things with this node:
+    /// - `unless` already cancelled: the node is removed by it
+    ///   (`_removed(byUnless:)`: a continuation's output fails with
+    ///   `CancellationError`); returns CF_REG_IMMORTAL (it never runs);
+    /// - the token is cancelled: it runs now (`_runNow`: here, or on its
+    ///   queue after a hop, where `unless` is checked again);
+    ///   CF_REG_CANCELLED;
+    /// - the token is immortal and there is no `unless`: it is discarded
+    ///   here; CF_REG_IMMORTAL;
+    /// - otherwise it is pushed, and its `unless` link after it:
+    ///   CF_REG_ADDED (the list, or this thread's drain queue, took a
+    ///   reference). A token that settled meanwhile is met by the push:
+    ///   the unlisted node is claimed, then run or discarded here (unless a
+    ///   remover got there first), and the terminal state is returned.
+    /// Nodes settled here without the push were never listed, and their
+    /// state says so, so a registration made for one before (`_ResumeNode`)
+    /// cannot remove it from a list it was never in. Their link was never
+    /// pushed: it is dropped, not removed (no token counts a removal of a
+    /// node it never linked).
+    @usableFromInline
+    func _enter(_ owner: AnyObject, _ registration: _Registration) -> Int32 {
+        let unless = registration.unless
+        // The token stored in `owner` itself, as `unless`, is never
+        // cancelled before this node runs: no `unless` at all. (Borrowed,
+        // not copied: no reference counting on the common path.)
+        let hasUnless = unless._owner != nil && unless._owner !== owner
+        // Plain stores of the state, as `cf_node_init`'s: nothing else
+        // sees the node before it is pushed (not `reachable`).
+        if hasUnless && unless.isCancelled {
+            cf_node_settle_private(c, UInt(CF_N_REMOVED))
+            _handle(.removed(byUnless: true))
+            return Int32(CF_REG_IMMORTAL)
+        }
+        // The threading, which `_RunPolicy.hop` reads.
+        switch registration.threading {
+        case .queue(let q)? where q === DispatchQueue.completingThread: policy.pointee = .completingThread
+        case let threading?: policy.pointee = threading
+        case nil: policy.pointee = _isOnMain() ? .mainQueueUnlessThere : .completingThread
+        }
+        // Its own word, and the root's only when that one is linked: the
+        // common path loads once. A link made after this load is met by
+        // the push.
+        var w = registration.reachable ? 0 : cf_token_load(_ownTokenPtr(owner))
+        if _slowPath(w & UInt(CF_W_LINKED) != 0) { w = cf_token_load(_tokenPtr(owner)) }
+        let queues = registration.queuesBehindStartedWork
+        if w & _wCancelled != 0 && !(queues && cf_drain_must_queue() != 0) {
+            cf_node_settle_private(c, UInt(CF_N_CLAIMED))
+            _runNow(unless: hasUnless ? unless : .immortal, counted: queues)
+            return Int32(CF_REG_CANCELLED)
+        }
+        if w & _wImmortal != 0 && !hasUnless {
+            cf_node_settle_private(c, UInt(CF_N_DISCARDED))
+            _handle(.immortalized(linkPushed: false))
+            return Int32(CF_REG_IMMORTAL)
+        }
+        // The link is recorded before this node is published (so its
+        // settler reads it race-free), and pushed after it (so a link that
+        // fires always finds this node in its list). Kept here: once
+        // published, the policy is its settler's.
+        var link: _UnlessNode?
+        if hasUnless {
+            link = _UnlessNode._make(target: self, of: owner, policy: policy.pointee,
+                                     on: unless._owner.unsafelyUnwrapped,
+                                     removeOnDiscard: registration.removedWhenUnlessImmortal)
+            policy.pointee = .linked(link.unsafelyUnwrapped)
+        }
+        // The list's reference.
+        retainObject()
+        // Its own token first (one load less than resolving on every push);
+        // linked, before or meanwhile: once more on the root, never linked.
+        var r = cf_token_register(_ownTokenPtr(owner), c)
+        if r == Int32(CF_REG_LINKED) { r = cf_token_register(_tokenPtr(owner), c) }
+        if r == Int32(CF_REG_CANCELLED) && cf_drain_must_queue() != 0 {
+            // Inside a handler that has started work still waiting, or too
+            // many inline runs deep: queue behind it (cf_core.h, "Drain
+            // order" and "Stack depth"). The queue takes that reference; the
+            // node keeps its `unless` link and can be removed until its
+            // turn, as if listed.
+            cf_node_enqueue(c, _wCancelled)
+            r = Int32(CF_REG_ADDED)
+        }
+        if r == Int32(CF_REG_ADDED) {
+            // A terminal `unless` here is met by the link's own entry (it
+            // runs and removes this node, or is discarded). If this node
+            // settled first it already removed the link, which then sits in
+            // the list as a removed node, counted, until cleanup or settle
+            // unlinks it.
+            if let link { _ = _NodeRef(link._ptr)._enter(unless._owner.unsafelyUnwrapped, .unlessLink) }
+            return r
+        }
+        releaseObject()
+        let cancelled = r == Int32(CF_REG_CANCELLED)
+        // The node's fields are touched only by the winner of its CAS out of
+        // LIVE: a remover may already hold its registration (an unless
+        // link's, held by the node it links, which can run meanwhile), and
+        // then it owns them. A node with an `unless` link has no
+        // registration out yet (it is handed out, and the link pushed, only
+        // once the node is listed), so this claim is its to win.
+        guard cf_node_claim(c, UInt(cancelled ? CF_N_CLAIMED : CF_N_DISCARDED)) != 0 else { return r }
+        _settleUnlisted(cancelled: cancelled)
+        return r
+    }
+
+    /// Every event after the registration: an event in, the node's action
+    /// out. Its `unless` link goes first — removed from the `unless` token,
+    /// or dropped when it was never pushed or is the one that fired — so a
+    /// node that ran, was discarded or was removed (which can stay linked
+    /// in its list until a cleanup) holds nothing of the `unless` token's
+    /// owner. A run whose threading says to hop re-checks `unless` when it
+    /// arrives: a handler that cancels a later sibling's `unless` stops it
+    /// on the main queue as it does inline (the original library re-checks
+    /// `unless` on the main thread for the same reason), and a
+    /// continuation's output fails with `CancellationError`.
+    @inline(__always)
+    func _handle(_ event: _NodeEvent) {
+        switch event {
+        case .cancelled(let linkPushed):
+            guard case .linked(let link) = policy.pointee else {
+                if let hop = policy.pointee.hop { _runAfterHop(to: hop, unless: CancelToken(_owner: nil)) } else { perform(.run) }
+                return
+            }
+            let hop = link.targetPolicy.hop
+            // The link's token, read only when the run hops.
+            let unless = hop == nil ? nil : link.unlessOwner
+            _releaseUnlessLink(removingIt: linkPushed)
+            if let hop { _runAfterHop(to: hop, unless: CancelToken(_owner: unless)) } else { perform(.run) }
+        case .immortalized(let linkPushed):
+            // Both read before the link goes.
+            let runsAnyway = if case .inlineWhenSettled = policy.pointee.threading { true } else { false }
+            let unlessOwner = policy.pointee.unlessOwner
+            _releaseUnlessLink(removingIt: linkPushed)
+            perform(runsAnyway ? .run : .discard(unlessOwner: unlessOwner))
+        case .removed(let byUnless):
+            _releaseUnlessLink(removingIt: !byUnless)
+            perform(.remove(byUnless: byUnless))
+        case .hopped(let unless):
+            perform(unless.isCancelled ? .remove(byUnless: true) : .run)
+        }
+    }
+
+    /// A node whose registration found its token settled, and which won
+    /// its claim: runs it inline, or discards it, here (its link, never
+    /// pushed, is dropped). Out of line: a race with the settle, rare.
+    @inline(never)
+    func _settleUnlisted(cancelled: Bool) {
+        if cancelled { _inline { _handle(.cancelled(linkPushed: false)) } } else { _handle(.immortalized(linkPushed: false)) }
+    }
+
+    /// A node whose registration found its token cancelled (`_enter`),
+    /// never listed nor linked to `unless`: runs here, as one counted inline
+    /// run (`counted` false: bookkeeping, which runs now whatever the
+    /// depth), or after a hop to its queue, where `unless` is checked again
+    /// (`_runAfterHop`). The registering thread is the completing one here,
+    /// so the main-thread rule holds without a hop; only a queue hops.
+    @inline(__always)
+    func _runNow(unless: CancelToken, counted: Bool) {
+        if let hop = policy.pointee.hop { return _runAfterHop(to: hop, unless: unless) }
+        if counted { _inline { perform(.run) } } else { perform(.run) }
+        // A `_Node` is dead once run: the caller's reference is then the
+        // only one, and the node is kept for reuse, as a listed one is
+        // (`_releaseListReference`), with a reference of its own that the
+        // caller's release leaves.
+        guard !inFuture else { return }
+        let o = object(inFuture: false)
+        guard cf_is_only_reference(o) != 0 else { return }
+        cf_node_fields_acquired(c)
+        let kept = Unmanaged<_Node>.fromOpaque(o).retain()
+        if !kept._withUnsafeGuaranteedRef({ $0._keep() }) { kept.release() }
+    }
+
+    /// Releases the reference the list (or the drain queue) held, which
+    /// the core's callback hands back. A `_Node` whose only reference it
+    /// is (`cf_is_only_reference`: no registration, link or hop holds it)
+    /// is dead, and is kept for reuse (`_keep`) instead of freed.
+    @inline(__always)
+    func _releaseListReference() {
+        let inFuture = inFuture, o = object(inFuture: inFuture)
+        if !inFuture {
+            if cf_is_only_reference(o) != 0 {
+                cf_node_fields_acquired(c)
+                if Unmanaged<_Node>.fromOpaque(o)._withUnsafeGuaranteedRef({ $0._keep() }) { return }
+            } else {
+                // Another holder's thread may keep it (cf_node_pool.h).
+                cf_node_fields_released(c)
+            }
+        }
+        Unmanaged<AnyObject>.fromOpaque(o).release()
+    }
+
+    /// Lets the `unless` link go: removes it from its token
+    /// (`removingIt`), or drops it, when it was never pushed (its
+    /// reference to this node goes with it) or is the one that fired
+    /// (it has let this node go already).
+    @inline(__always)
+    private func _releaseUnlessLink(removingIt: Bool) {
+        guard case .linked(let link) = policy.pointee else { return }
+        policy.pointee = .unlinked
+        if removingIt { link._removeFromUnless() } else { link._dropTarget() }
+        // Read (and, removing it, written) here; kept by its list's thread.
+        cf_node_fields_released(link._ptr)
+    }
+
+    /// Runs this node where `hop` (`_RunPolicy.hop`) says: on its queue,
+    /// on the main actor, or on the firing pool (`_handle(.hopped)` there).
+    /// The hop holds the object.
+    @usableFromInline
+    func _runAfterHop(to hop: _RunPolicy, unless: CancelToken) {
+        retainObject()
+        switch hop {
+        case .queue(let q): _hop(to: q) { [self] in _arrived(unless: unless) }
+        case .mainActor: Task { @MainActor in _arrived(unless: unless) }
+        default:
+            // The firing pool's item holds the object and `unless`' owner.
+            cf_firing_add(c, unless._owner.map { Unmanaged.passRetained($0).toOpaque() })
+        }
+    }
+
+    /// A hop arrived: the run, with `unless` read again; then the hop's
+    /// reference goes.
+    func _arrived(unless: CancelToken) {
+        _handle(.hopped(unless: unless))
+        // The thread that sent the hop may keep it (cf_node_pool.h).
+        cf_node_fields_released(c)
+        releaseObject()
+    }
+}
+
+/// The firing pool's callback (cf_firing_pool.h): a node the timer driver
+/// handed over arrives, on a pool thread.
+@_cdecl("cf_swift_firing_run")
+func _firingRun(_ c: UnsafeMutablePointer<cf_node>, _ unless: UnsafeMutableRawPointer?) {
+    let owner = unless.map { Unmanaged<AnyObject>.fromOpaque($0).takeRetainedValue() }
+    _NodeRef(c)._arrived(unless: CancelToken(_owner: owner))
+}
+
+/// The C callback of every node (`CF_NODE_EVENT` in cf_core.h): performs
+/// the event on the node whose `cf_node` is `c`, then releases the
+/// reference the list (or the drain queue) held on its object.
+@_cdecl("cf_swift_node_event") @usableFromInline
+func _nodeEvent(_ c: UnsafeMutablePointer<cf_node>, _ event: Int32) {
+    let node = _NodeRef(c)
+    if event == Int32(CF_EV_RUN.rawValue) {
+        node._handle(.cancelled(linkPushed: true))
+    } else if event == Int32(CF_EV_DISCARD.rawValue) {
+        node._handle(.immortalized(linkPushed: true))
+    }
+    node._releaseListReference()
+}
+
+extension _Node {
+    /// `_keep` for the classes that are kept, once their own fields are
+    /// clear: `_policy` is cleared (it may hold a queue), then the node
+    /// goes on its class's free list.
+    @inlinable @inline(__always)
+    final func _keepCleared() -> Bool {
+        if case .inline = _policy {} else { _policy = .inline }
+        return cf_node_pool_keep(_classKey(type(of: self)), _ptr) != 0
+    }
+}
+
+/// Runs `body` here and now as one inline run of a handler or continuation,
+/// counted, so that registrations nested too deep queue on this thread's
+/// drain instead of recursing (cf_core.h, "Stack depth").
+@inlinable @inline(__always)
+func _inline(_ body: () -> Void) {
+    cf_inline_enter()
+    body()
+    cf_inline_exit()
+}
+
+/// Runs `work` here, or, on the timer driver's thread, on the firing pool
+/// (cf_firing_pool.h): for the library's bookkeeping that ends in user
+/// code, such as `Task.cancel()`, which runs the task's cancellation
+/// handlers where it is called. The driver never runs user code.
+func _runOffTheDriver(_ work: @escaping @Sendable () -> Void) {
+    guard cf_wheel_on_driver_thread() != 0 else { return work() }
+    _NodeRef(_HandlerNode._make(work)._ptr)._runAfterHop(to: .completingThread, unless: .immortal)
 }

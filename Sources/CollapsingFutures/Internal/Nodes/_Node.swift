@@ -83,15 +83,6 @@ class _Node: @unchecked Sendable {
     /// when its class is not kept or the list is full: the caller frees it.
     @usableFromInline func _keep() -> Bool { false }
 
-    /// `_keep` for the classes that are kept, once their own fields are
-    /// clear: `_policy` is cleared (it may hold a queue), then the node
-    /// goes on its class's free list.
-    @inlinable @inline(__always)
-    final func _keepCleared() -> Bool {
-        if case .inline = _policy {} else { _policy = .inline }
-        return cf_node_pool_keep(_classKey(type(of: self)), _ptr) != 0
-    }
-
     /// Whether this thread keeps this node for reuse (tests: a node the
     /// library no longer needs is freed or kept, holding nothing).
     final var _isKeptOnThisThread: Bool { cf_node_pool_holds(_ptr) != 0 }
@@ -104,26 +95,6 @@ class _Node: @unchecked Sendable {
         guard let c = cf_node_pool_take(_classKey(T.self)) else { return nil }
         cf_node_init(c)
         return Unmanaged<T>.fromOpaque(UnsafeRawPointer(c) - _nodeOffset).takeRetainedValue()
-    }
-
-    /// Bookkeeping that runs the user's code (a retry's next try): its
-    /// policy says so before it is registered `inline`, so that on the
-    /// timer driver's thread it goes to the firing pool (`_RunPolicy.hop`).
-    @inline(__always)
-    final func _runningUserCode() -> Self {
-        _policy = .completingThread
-        return self
-    }
-
-    /// Performs `action`, which `_NodeRef._handle` chose (the actions of
-    /// the node kinds, in one place: `_Lifecycle.swift`).
-    @inline(__always)
-    final func _perform(_ action: _NodeAction) {
-        switch action {
-        case .run: _run()
-        case .discard(let unlessOwner): _discard(unless: unlessOwner)
-        case .remove(let byUnless): _removed(byUnless: byUnless)
-        }
     }
 }
 

@@ -40,14 +40,14 @@ final class _ResumeNode<T: Sendable>: _Node, @unchecked Sendable {
     /// `taskCancelEnds` is false: the task's cancellation cancels the token
     /// itself (`withCancelToken`'s), so the token ends the wait.
     func await(on owner: AnyObject, taskCancelEnds: Bool = true) async throws -> T {
-        let registration = CancelRegistration(owner: owner, node: self)
+        let token = CancelToken(_owner: owner)
         @Sendable func taskCancelled() {
-            if taskCancelEnds && !CancelToken(_owner: registration._owner).isCancelled { registration.remove() }
+            if taskCancelEnds && !token.isCancelled { _ = _removeNode(_NodeRef(_ptr), from: token._owner!, byUnless: false) }
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
                 continuation = c   // before publication: the settler reads it after its CAS
-                _register(on: owner, inline: true)
+                _register(on: owner, .library())
                 // Acquiring-and-releasing: publishes the registration to the
                 // handler, and orders the handler's cancel before our remove.
                 if phase.exchange(1, ordering: .acquiringAndReleasing) == 2 { taskCancelled() }

@@ -33,8 +33,6 @@ final class _UnlessTimeout<Value: Sendable>: _Node, @unchecked Sendable {
         self.timeout = timeout
         self.unless = unless
         super.init()
-        // Runs when the operation's future is cancelled or immortal.
-        _policy = .inlineWhenSettled
     }
 
     deinit {
@@ -48,7 +46,7 @@ final class _UnlessTimeout<Value: Sendable>: _Node, @unchecked Sendable {
     /// Waits for `operation`'s answer.
     func start(_ operation: Future<Value>) {
         self.operation = operation
-        _register(on: operation, inline: true, queueBehindStartedWork: false)
+        _register(on: operation, .whenSettled)
     }
 
     /// The timer fired (on the driver's thread).
