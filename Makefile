@@ -35,8 +35,8 @@ test-asan: deps
 bench: deps
 	$(SWIFT) run -c release benchmarks --svg .build/ratios.svg
 
-# A run that redraws the README's chart, Benchmarks/ratios.svg: commit it
-# with the figures the README quotes from the same run.
+# A run that redraws the committed chart, Benchmarks/ratios.svg: commit it
+# with the figures Benchmarks/README.md gives from the same run.
 bench-chart: deps
 	$(SWIFT) run -c release benchmarks --svg Benchmarks/ratios.svg
 
@@ -51,7 +51,7 @@ clean:
 install-check: deps
 	.ci/install-check
 
-# ---- fuzzing and stress (issue: fuzz harness) ------------------------------
+# ---- fuzzing and stress ----------------------------------------------------
 FUZZ_FLAGS = -c release --product fuzz --scratch-path .build-fuzz \
 	-Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld \
 	-Xswiftc -DLIBFUZZER -Xcc -fsanitize=fuzzer-no-link,address
@@ -93,7 +93,7 @@ stress: deps
 docs: deps
 	$(SWIFT) package generate-documentation --target CollapsingFutures --warnings-as-errors
 
-# ---- model checking (issue: the lock-free core, model-checked) ---------------
+# ---- model checking --------------------------------------------------------
 # Exhaustive spin runs of Model/cf_core.pml, link.pml and wheel.pml (installs
 # spin when missing);
 # model-mutants requires every planted bug to be caught.

@@ -1,6 +1,6 @@
 // The ratio table as a picture: per scenario, one bar per peer giving the
 // peer's time ÷ ours (so a bar right of 1× means we are faster), on a log
-// scale. `make bench` writes it (`--svg PATH`); the README shows it.
+// scale. `make bench` writes it (`--svg PATH`); Benchmarks/README.md shows the committed one.
 import Foundation
 
 struct RatioChart {
