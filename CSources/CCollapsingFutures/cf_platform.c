@@ -2,7 +2,7 @@
 // core (cf_core.c): which thread is the process's main thread; starting
 // the library's own threads (cf_thread.h); and a debug count of futures
 // per thread for tests.
-#include "cf_core.h"
+#include "cf_platform.h"
 #include "cf_thread.h"
 
 #include <pthread.h>
@@ -17,7 +17,7 @@
 
 // Per thread: 0 unknown, 1 main, 2 not main. A thread's answer never
 // changes, so it is computed once (the check is on every registration; its
-// inline fast path is in cf_core.h).
+// inline fast path is in cf_platform.h).
 __thread int cf_main_thread_cache;
 
 int cf_is_main_thread_compute(void) {

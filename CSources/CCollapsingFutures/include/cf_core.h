@@ -1,4 +1,5 @@
-// cf_core.h — the lock-free core of CollapsingFutures.
+// cf_core.h — the core of CollapsingFutures: lock-free, except for the
+// one wait below ("Where the core waits").
 //
 // Why C: the cancel-token state machine is a handful of compare-and-swaps on
 // one machine word per token and one per handler. Written in C over
@@ -35,6 +36,15 @@
 // Naming: every symbol is prefixed cf_. Functions say above them who may call
 // them concurrently and which memory ordering they use; every atomic says why
 // its ordering is enough.
+//
+// Where the core waits. One place: cf_token_settle, while a remover holds
+// CF_W_CLEANING on the same token, yields (sched_yield) and reloads until
+// that cleaner clears it, so that it walks a stable list
+// (cf_token_debug_count waits the same way). The cleaner's pass is bounded
+// (it unlinks the removed interior nodes of one list: no callback, no
+// allocation), so the settle waits for at most that pass, longer only if
+// the cleaner's thread is descheduled during it. Nothing else waits: every
+// other loop retries a CAS that failed because another thread made progress.
 //
 // The core never calls back while it owns anything: callbacks (CF_NODE_EVENT) run
 // only after the node's fate is settled and the token word is released.
@@ -88,7 +98,6 @@
 //                                                              publication vs store buffering)
 //   cf_future_claim_load      any thread                       load (acquire)
 //   cf_token_debug_count(_live) any thread (tests, benchmark)  as a cleaner (with its re-check)
-//   cf_is_main_thread         any thread (cf_platform.c)       none (thread-local cache)
 //
 // Callbacks run from the drain (drain() in cf_core.c), after the node's CAS
 // out of LIVE (full), on the thread that settled the token or queued the node.
@@ -365,27 +374,6 @@ size_t cf_token_debug_count_live(cf_token *t);
 /// it, and taking its claim (CF_F_TAKEN) acquires that.
 int cf_future_claim(cf_future *f, uintptr_t expected, uintptr_t desired);
 uintptr_t cf_future_claim_load(const cf_future *f);
-
-/// This thread's answer to cf_is_main_thread: 0 not computed yet, 1 main,
-/// 2 not main (cf_platform.c). Thread-local, so no atomics.
-extern __thread int cf_main_thread_cache;
-/// Computes and caches this thread's answer (cf_platform.c).
-int cf_is_main_thread_compute(void);
-
-/// Debug builds of the Swift layer: futures created on this thread minus
-/// futures freed on it (cf_platform.c), so a test run on one thread can
-/// count the futures a chain keeps alive. Thread-local, so no atomics.
-extern __thread long cf_debug_futures_alive;
-static inline void cf_debug_futures_add(long delta) { cf_debug_futures_alive += delta; }
-static inline long cf_debug_futures_count(void) { return cf_debug_futures_alive; }
-
-/// 1 on the process's main thread, cached per thread (cf_platform.c:
-/// pthread_main_np() on Darwin, gettid() == getpid() on Linux). Inline: the
-/// Swift layer asks on every registration and every run.
-static inline int cf_is_main_thread(void) {
-    int c = cf_main_thread_cache;
-    return c != 0 ? c == 1 : cf_is_main_thread_compute();
-}
 
 #ifdef __cplusplus
 }
