@@ -48,12 +48,6 @@ public class Future<Value: Sendable>: @unchecked Sendable, CustomStringConvertib
     /// its input here, retained, until its step runs; it is not flattening
     /// until then, so walkers never read it.
     @exclusivity(unchecked) @usableFromInline final var _targetRef: UnsafeMutableRawPointer?
-    #if DEBUG
-    /// Debug builds: where the source that let this future become immortal
-    /// was created. Written before the immortalizing settle (its full CAS
-    /// publishes it), read only after seeing the immortal word (acquire).
-    @exclusivity(unchecked) final var _immortalSite: String?
-    #endif
 
     /// A pending future. (Subclassed by `_StepFuture` alone, internal: the
     /// class is not open, and every member but these is declared in
@@ -90,6 +84,9 @@ public class Future<Value: Sendable>: @unchecked Sendable, CustomStringConvertib
         if let t = _targetRef { cf_unowned_release(t) }
         // Our own word: a linked future's outcome is its root's, never stored here.
         let w = cf_token_load(_ownTptr)
+        #if DEBUG
+        if w & _wImmortal != 0 { _ImmortalSites.forget(self) }
+        #endif
         guard w & _wCancelled != 0 else { _abandon(word: w); return }
         // Completed itself, yet its claim word names a root: a handler came
         // before the token link, and the forwarder on the root completed
@@ -189,7 +186,7 @@ extension Future {
     /// Empty otherwise, and always empty in release builds.
     @usableFromInline var _immortalNote: String {
         #if DEBUG
-        if _word & _wImmortal != 0, let site = _immortalSite {
+        if _word & _wImmortal != 0, let site = _ImmortalSites.site(of: self) {
             return " (its FutureSource, created at \(site), was deallocated without setting it)"
         }
         #endif
@@ -215,3 +212,25 @@ extension Future {
         }
     }
 }
+
+#if DEBUG
+/// Debug builds: where the source that let a future become immortal was
+/// created, for `_immortalNote`. Kept beside the futures, not in them, so a
+/// future's layout is the same in every build. Recorded before the
+/// immortalizing settle, forgotten as the future is freed.
+enum _ImmortalSites {
+    private static let sites = _Locked<[ObjectIdentifier: String]>([:])
+
+    static func record(_ site: String, for future: AnyObject) {
+        sites.withLock { $0[ObjectIdentifier(future)] = site }
+    }
+
+    static func site(of future: AnyObject) -> String? {
+        sites.withLock { $0[ObjectIdentifier(future)] }
+    }
+
+    static func forget(_ future: AnyObject) {
+        sites.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(future)) }
+    }
+}
+#endif

@@ -53,8 +53,12 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
         // Recorded before the immortalizing settle publishes it (claim first,
         // so a future that was set keeps no site).
         if let claimed = future._takeClaim() {
-            future._immortalSite = "\(_fileID):\(_line)"
-            claimed._withUnsafeGuaranteedRef { $0._immortalSite = future._immortalSite; _ = $0._immortalizeClaimed() }
+            let site = "\(_fileID):\(_line)"
+            _ImmortalSites.record(site, for: future)
+            claimed._withUnsafeGuaranteedRef {
+                if $0 !== future { _ImmortalSites.record(site, for: $0) }
+                _ = $0._immortalizeClaimed()
+            }
         }
         #else
         future._tryImmortalize()

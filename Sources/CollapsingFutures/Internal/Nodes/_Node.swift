@@ -98,22 +98,11 @@ class _Node: @unchecked Sendable {
     }
 }
 
-extension _Node: _Registrable {
-    @inlinable var _asNode: _Node? { self }
-}
-
 /// The key of a node class's free lists (cf_node_pool.h): its metadata.
 @inlinable @inline(__always)
 func _classKey(_ cls: _Node.Type) -> UnsafeRawPointer {
     unsafeBitCast(cls, to: UnsafeRawPointer.self)
 }
-
-/// Where a node's `cf_node` lies in the node object: right after the Swift
-/// object header (two words on 64-bit), being its first stored property, of
-/// pointer alignment, where `_getUnsafePointerToStoredProperties` puts it
-/// (both checked in `init`, debug builds).
-@inlinable @inline(__always)
-var _nodeOffset: Int { 2 * MemoryLayout<UInt>.size }
 
 /// Frees a kept node as its thread exits (cf_node_pool.c).
 @_cdecl("cf_swift_node_free")

@@ -51,22 +51,27 @@ struct _NodeRef: @unchecked Sendable {
 
     @inlinable @inline(__always)
     func releaseObject() { Unmanaged<AnyObject>.fromOpaque(object).release() }
+}
 
-    /// The node's action: a `_Node`'s method, or a step future's step,
-    /// which its outcome words hold until it runs (`_StepFuture`).
-    @inline(__always)
-    func perform(_ action: _NodeAction) {
-        let inFuture = inFuture, o = object(inFuture: inFuture)
-        if inFuture {
-            (o + _futureWordsOffset).load(as: _Step.self).perform(o, action)
-        } else {
-            Unmanaged<_Node>.fromOpaque(o)._withUnsafeGuaranteedRef { node in
-                switch action {
-                case .run: node._run()
-                case .discard(let unlessOwner): node._discard(unless: unlessOwner)
-                case .remove(let byUnless): node._removed(byUnless: byUnless)
-                }
-            }
-        }
-    }
+// MARK: where a node lies in its object, in every build
+
+/// Where a node's `cf_node` lies in the node object: right after the Swift
+/// object header (two words on 64-bit), being its first stored property, of
+/// pointer alignment, where `_getUnsafePointerToStoredProperties` puts it
+/// (both checked in `_Node.init`, debug builds).
+@inlinable @inline(__always)
+var _nodeOffset: Int { 2 * MemoryLayout<UInt>.size }
+
+/// Where `Future`'s outcome words lie in a future: after the object header
+/// and the `cf_future` (checked in `_StepFuture.init`, debug builds).
+@inlinable @inline(__always)
+var _futureWordsOffset: Int { _nodeOffset + MemoryLayout<cf_future>.stride }
+
+/// Where a step future's `cf_node` lies: right after `Future`'s fields
+/// (the outcome words and the target reference), which end 16-byte
+/// aligned on 64-bit platforms, as the core's node pointers need (checked
+/// in `_StepFuture.init`, debug builds).
+@inlinable @inline(__always)
+var _futureNodeOffset: Int {
+    _futureWordsOffset + MemoryLayout<(UInt, UInt)>.size + MemoryLayout<UnsafeMutableRawPointer?>.size
 }
