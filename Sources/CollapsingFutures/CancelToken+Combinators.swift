@@ -40,7 +40,7 @@ extension CancelToken {
         let result = CancelToken(_owner: storage)
         let remaining = _Countdown(live.count)
         for t in live {
-            _AllNode(storage, counting: remaining)._register(on: t._owner.unsafelyUnwrapped, .library(untilSettled: result))
+            _AllNode(storage, counting: remaining)._register(on: t._owner.unsafelyUnwrapped, .libraryUntilUnlessSettles, unless: result)
         }
         return result
     }

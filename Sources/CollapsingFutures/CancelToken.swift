@@ -106,7 +106,7 @@ public struct CancelToken: Sendable, Hashable, CustomStringConvertible {
                               _ handler: @escaping @Sendable () -> Void) -> CancelRegistration {
         // The same token as both never runs.
         guard let owner = _owner, unless._owner !== owner else { return CancelRegistration(neverRuns: true) }
-        return _HandlerNode._make(handler)._register(on: owner, .user(queue: queue, unless: unless))
+        return _HandlerNode._make(handler)._register(on: owner, .user(queue: queue), unless: unless)
     }
 }
 

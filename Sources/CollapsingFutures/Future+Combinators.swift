@@ -210,7 +210,7 @@ extension Future {
             for (i, f) in inputs.enumerated() {
                 registrations.append(_ContinuationNode._make(output: out) {
                     if let v = f._value(passingFailureTo: out), slots.fill(i, v) { out._trySet(.success(slots.values())) }
-                }._register(on: f, .library()))
+                }._register(on: f, .library))
             }
             return registrations
         }
@@ -245,7 +245,7 @@ extension Future {
             return inputs.map { f in
                 _ContinuationNode._make(output: out) {
                     if remaining.tick() { out._trySet(.success(settled(inputs))) }
-                }._register(on: f, .library())
+                }._register(on: f, .library)
             }
         }._followingUnless(unless)
     }
@@ -402,7 +402,7 @@ extension Future {
                     } else {
                         out._trySet(tried._result)
                     }
-                }._register(on: tried, .libraryCallingUser(unless: until))
+                }._register(on: tried, .libraryCallingUser, unless: until)
                 return out
             }
         }
@@ -475,7 +475,7 @@ extension Future {
                     let next = i + 1, nextWait = wait
                     _ContinuationNode._make(output: out) {
                         out._trySetFuture(isFinal(tried, next - 1, before: nextWait) ? tried : waited(next, nextWait))
-                    }._register(on: tried, .libraryCallingUser(unless: until))
+                    }._register(on: tried, .libraryCallingUser, unless: until)
                     return out
                 }
                 if isFinal(tried, i, before: wait) { return tried }
@@ -492,7 +492,7 @@ extension Future {
             _ContinuationNode._make(output: out) {
                 guard case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
                 out._trySetFuture(attempt(next, nextWait))
-            }._register(on: pause, .libraryCallingUser(unless: until))
+            }._register(on: pause, .libraryCallingUser, unless: until)
             return out
         }
         return attempt(0, delay).unless(until)
@@ -518,7 +518,7 @@ extension Sequence {
             return outs
         }
         let registrations = inputs.map { f in
-            _ContinuationNode._make(output: nil) { ordered.fill(f._result) }._register(on: f, .library())
+            _ContinuationNode._make(output: nil) { ordered.fill(f._result) }._register(on: f, .library)
         }
         let last = outs[outs.count - 1].completionToken
         unless._whenCancelledInline(untilSettled: last) { ordered.cancelRest() }

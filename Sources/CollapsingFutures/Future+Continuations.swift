@@ -16,76 +16,78 @@ extension Future {
     @inlinable @inline(__always)
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> U) -> Future<U> {
-        let out = _thenStep(f)
-        out._register(on: self, .user(queue: queue, unless: unless))
-        return out
+        _then(f, .user(queue: queue), unless: unless)
     }
 
     /// Collapsing form of `then`: the result takes on the returned future's outcome.
-    @inlinable
+    @inlinable @inline(__always)
     public func then<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (Value) throws -> Future<U>) -> Future<U> {
-        let out = _flatThenStep(f)
-        out._register(on: self, .user(queue: queue, unless: unless))
-        return out
+        _flatThen(f, .user(queue: queue), unless: unless)
     }
 
     /// When this fails, the value `f` recovers from the error; values pass through.
     /// Same threading, `unless` and immortality rules as `then`.
-    @inlinable
+    @inlinable @inline(__always)
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
-        let out = _catchStep(f)
-        out._register(on: self, .user(queue: queue, unless: unless))
-        return out
+        _step(_Function(f), .user(queue: queue), unless: unless) { input, f, out in
+            switch input._result {
+            case .success: out._trySet(input._result)
+            case .failure(let e): out._trySet(Result { try f.call(e) })
+            }
+        }
     }
 
     /// Collapsing form of `catch`.
-    @inlinable
+    @inlinable @inline(__always)
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
-        let out = _flatCatchStep(f)
-        out._register(on: self, .user(queue: queue, unless: unless))
-        return out
+        _step(_FutureFunction(f), .user(queue: queue), unless: unless) { input, f, out in
+            switch input._result {
+            case .success: out._trySet(input._result)
+            case .failure(let e): out._setReturned { try f.call(e) }
+            }
+        }
     }
 
     /// When this completes either way, `f` of this (completed) future.
-    @inlinable
+    @inlinable @inline(__always)
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> U) -> Future<U> {
-        let out = _finallyStep(f)
-        out._register(on: self, .user(queue: queue, unless: unless))
-        return out
+        _step(_Function(f), .user(queue: queue), unless: unless) { input, f, out in
+            out._trySet(Result { try f.call(input) })
+        }
     }
 
     /// Collapsing form of `finally`.
-    @inlinable
+    @inlinable @inline(__always)
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> Future<U>) -> Future<U> {
-        let out = _flatFinallyStep(f)
-        out._register(on: self, .user(queue: queue, unless: unless))
-        return out
+        _step(_FutureFunction(f), .user(queue: queue), unless: unless) { input, f, out in
+            out._setReturned { try f.call(input) }
+        }
     }
 
     /// Runs `f` with the value if this succeeds (never if `unless` is cancelled first).
-    @inlinable
+    @inlinable @inline(__always)
     public func thenDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                        _ f: @escaping @Sendable (Value) -> Void) {
-        _thenDoNode(f)._register(on: self, .user(queue: queue, unless: unless))
+        _thenDoNode(f)._register(on: self, .user(queue: queue), unless: unless)
     }
 
     /// Runs `f` with the error if this fails (never if `unless` is cancelled first).
-    @inlinable
+    @inlinable @inline(__always)
     public func catchDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) -> Void) {
-        _catchDoNode(f)._register(on: self, .user(queue: queue, unless: unless))
+        _catchDoNode(f)._register(on: self, .user(queue: queue), unless: unless)
     }
 
     /// Runs `f` with this future once it completes either way.
-    @inlinable
+    @inlinable @inline(__always)
     public func finallyDo(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                           _ f: @escaping @Sendable (Future<Value>) -> Void) {
-        _finallyDoNode(f)._register(on: self, .user(queue: queue, unless: unless))
+        _finallyDoNode(f)._register(on: self, .user(queue: queue), unless: unless)
     }
 
     /// The same outcome, or `CancellationError` if `token` is cancelled first.
@@ -97,7 +99,7 @@ extension Future {
     @inlinable
     public func unless(_ token: CancelToken) -> Future<Value> {
         let out = Future<Value>()
-        _ContinuationNode._make(output: out) { out._trySet(self._result) }._register(on: self, .library(unless: token))
+        _ContinuationNode._make(output: out) { out._trySet(self._result) }._register(on: self, .library, unless: token)
         return out
     }
 }
@@ -106,80 +108,29 @@ extension Future {
 //
 // One node per kind of continuation, whatever its run policy: the public
 // methods above (a queue, or the rule of `CancelToken.whenCancelled`) and
-// the `on: MainActor` ones (`.mainActor(unless:)`) register the same
+// the `on: MainActor` ones (`.mainActor`) register the same
 // node. A `then`, `catch` or `finally` is its output future
 // (`_StepFuture`). Each is built in the inlinable caller, so its step is
 // specialized for the caller's types.
 
 extension Future {
-    /// `then`'s step: `f` of the value; a failure passes through.
+    /// `then`'s step, registered as `registration` says: `f` of the
+    /// value; a failure passes through.
     @inlinable @inline(__always)
-    func _thenStep<U>(_ f: @escaping @Sendable (Value) throws -> U) -> _StepFuture<U> {
-        _StepFuture(input: self, _Function(f), step: _Step { p, action in
-            _StepFuture<U>._perform(p, action, input: Value.self) { (input, f: _Function<Value, U>, out) in
-                if let v = input._value(passingFailureTo: out) { out._trySet(Result { try f.call(v) }) }
-            }
-        })
+    func _then<U>(_ f: @escaping @Sendable (Value) throws -> U, _ registration: _Registration,
+                  unless: CancelToken) -> Future<U> {
+        _step(_Function(f), registration, unless: unless) { input, f, out in
+            if let v = input._value(passingFailureTo: out) { out._trySet(Result { try f.call(v) }) }
+        }
     }
 
     /// The collapsing `then`'s step: the future `f` returns for the value.
     @inlinable @inline(__always)
-    func _flatThenStep<U>(_ f: @escaping @Sendable (Value) throws -> Future<U>) -> _StepFuture<U> {
-        _StepFuture(input: self, _FutureFunction(f), step: _Step { p, action in
-            _StepFuture<U>._perform(p, action, input: Value.self) { (input, f: _FutureFunction<Value, U>, out) in
-                if let v = input._value(passingFailureTo: out) { out._setReturned { try f.call(v) } }
-            }
-        })
-    }
-
-    /// `catch`'s step: the value `f` recovers from a failure; a value
-    /// passes through.
-    @inlinable @inline(__always)
-    func _catchStep(_ f: @escaping @Sendable (any Error) throws -> Value) -> _StepFuture<Value> {
-        _StepFuture(input: self, _Function(f), step: _Step { p, action in
-            _StepFuture<Value>._perform(p, action, input: Value.self) { (input, f: _Function<any Error, Value>, out) in
-                switch input._result {
-                case .success: out._trySet(input._result)
-                case .failure(let e): out._trySet(Result { try f.call(e) })
-                }
-            }
-        })
-    }
-
-    /// The collapsing `catch`'s step: the future `f` returns for a failure.
-    @inlinable @inline(__always)
-    func _flatCatchStep(_ f: @escaping @Sendable (any Error) throws -> Future<Value>)
-        -> _StepFuture<Value> {
-        _StepFuture(input: self, _FutureFunction(f), step: _Step { p, action in
-            _StepFuture<Value>._perform(p, action, input: Value.self) { (input, f: _FutureFunction<any Error, Value>, out) in
-                switch input._result {
-                case .success: out._trySet(input._result)
-                case .failure(let e): out._setReturned { try f.call(e) }
-                }
-            }
-        })
-    }
-
-    /// `finally`'s step: `f` of the completed input.
-    @inlinable @inline(__always)
-    func _finallyStep<U>(_ f: @escaping @Sendable (Future<Value>) throws -> U) -> _StepFuture<U> {
-        _StepFuture(input: self, _Function(f), step: _Step { p, action in
-            _StepFuture<U>._perform(p, action, input: Value.self) { (input, f: _Function<Future<Value>, U>, out) in
-                out._trySet(Result { try f.call(input) })
-            }
-        })
-    }
-
-    /// The collapsing `finally`'s step: the future `f` returns for the
-    /// completed input.
-    @inlinable @inline(__always)
-    func _flatFinallyStep<U>(_ f: @escaping @Sendable (Future<Value>) throws -> Future<U>)
-        -> _StepFuture<U> {
-        _StepFuture(input: self, _FutureFunction(f), step: _Step { p, action in
-            _StepFuture<U>._perform(p, action, input: Value.self) { (input, f: _FutureFunction<Future<Value>, U>, out) in
-                out._setReturned { try f.call(input) }
-            }
-        })
+    func _flatThen<U>(_ f: @escaping @Sendable (Value) throws -> Future<U>, _ registration: _Registration,
+                      unless: CancelToken) -> Future<U> {
+        _step(_FutureFunction(f), registration, unless: unless) { input, f, out in
+            if let v = input._value(passingFailureTo: out) { out._setReturned { try f.call(v) } }
+        }
     }
 
     /// A collapsing step's end: this future takes on the future `f`

@@ -20,7 +20,7 @@ extension Future {
         _ContinuationNode._make(output: out) {
             f(self)
             out._trySet(self._result)
-        }._register(on: self, .user(queue: queue, unless: unless))
+        }._register(on: self, .user(queue: queue), unless: unless)
         return out
     }
 
@@ -118,7 +118,7 @@ extension Future {
             case .success(let v): out._trySet(.success(f(v)))
             case .failure(let e): out._trySet(.failure(e))
             }
-        }._register(on: self, .library())
+        }._register(on: self, .library)
         return (out, registration)
     }
 }
@@ -138,36 +138,32 @@ extension Future {
     ///     loadTitle().thenDo(on: MainActor.shared) { self.title = $0 }
     public func thenDo(on _: MainActor, unless: CancelToken = .immortal,
                        _ f: @escaping @MainActor @Sendable (Value) -> Void) {
-        _thenDoNode { v in MainActor.assumeIsolated { f(v) } }._register(on: self, .mainActor(unless: unless))
+        _thenDoNode { v in MainActor.assumeIsolated { f(v) } }._register(on: self, .mainActor, unless: unless)
     }
 
     /// Runs `f` on the main actor with the error if this fails.
     public func catchDo(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (any Error) -> Void) {
-        _catchDoNode { e in MainActor.assumeIsolated { f(e) } }._register(on: self, .mainActor(unless: unless))
+        _catchDoNode { e in MainActor.assumeIsolated { f(e) } }._register(on: self, .mainActor, unless: unless)
     }
 
     /// Runs `f` on the main actor with this future once it completes.
     public func finallyDo(on _: MainActor, unless: CancelToken = .immortal,
                           _ f: @escaping @MainActor @Sendable (Future<Value>) -> Void) {
-        _finallyDoNode { future in MainActor.assumeIsolated { f(future) } }._register(on: self, .mainActor(unless: unless))
+        _finallyDoNode { future in MainActor.assumeIsolated { f(future) } }._register(on: self, .mainActor, unless: unless)
     }
 
     /// When this succeeds, its value mapped by `f` on the main actor.
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> U) -> Future<U> {
-        let out = _thenStep { v in try MainActor.assumeIsolated { try f(v) } }
-        out._register(on: self, .mainActor(unless: unless))
-        return out
+        _then({ v in try MainActor.assumeIsolated { try f(v) } }, .mainActor, unless: unless)
     }
 
     /// When this succeeds, the future `f` returns on the main actor, collapsed
     /// (a `Future<U>`, never a `Future<Future<U>>`).
     public func then<U>(on _: MainActor, unless: CancelToken = .immortal,
                         _ f: @escaping @MainActor @Sendable (Value) throws -> Future<U>) -> Future<U> {
-        let out = _flatThenStep { v in try MainActor.assumeIsolated { try f(v) } }
-        out._register(on: self, .mainActor(unless: unless))
-        return out
+        _flatThen({ v in try MainActor.assumeIsolated { try f(v) } }, .mainActor, unless: unless)
     }
 }
 

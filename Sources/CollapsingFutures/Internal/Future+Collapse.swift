@@ -100,7 +100,7 @@ extension Future {
         // until we are freed, so the forwarder goes on `end` at once.
         if claimed == UInt(CF_F_CLAIMED) && cf_token_load(_ownTptr) == 0 && Self._isRoot(end)
             && _linkInto(end) { return before + after }
-        _FlattenNode(output: self, target: end)._register(on: end, .library())
+        _FlattenNode(output: self, target: end)._register(on: end, .library)
         return before + after
     }
 
@@ -145,7 +145,7 @@ extension Future {
             return false
         }
         if cf_token_link(other._ownTptr, _ownTptr) == 0 {
-            _FlattenNode(output: other, target: self)._register(on: self, .library())
+            _FlattenNode(output: other, target: self)._register(on: self, .library)
         }
         return true
     }

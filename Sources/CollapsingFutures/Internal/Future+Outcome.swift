@@ -97,14 +97,14 @@ extension Future {
         return .success(_value)
     }
 
-    @inlinable var _fptr: UnsafeMutablePointer<cf_future> {
+    @inlinable @inline(__always) var _fptr: UnsafeMutablePointer<cf_future> {
         _getUnsafePointerToStoredProperties(self).assumingMemoryBound(to: cf_future.self)
     }
     /// The completion token every operation acts on (its root's when linked).
-    @inlinable var _tptr: UnsafeMutablePointer<cf_token> { _tokenPtr(self) }
+    @inlinable @inline(__always) var _tptr: UnsafeMutablePointer<cf_token> { _tokenPtr(self) }
     /// Our own token, for initialization, deinit and linking.
-    @inlinable var _ownTptr: UnsafeMutablePointer<cf_token> { _ownTokenPtr(self) }
-    @inlinable var _word: UInt { cf_token_load(_tptr) }
+    @inlinable @inline(__always) var _ownTptr: UnsafeMutablePointer<cf_token> { _ownTokenPtr(self) }
+    @inlinable @inline(__always) var _word: UInt { cf_token_load(_tptr) }
 
 
     @inlinable @discardableResult

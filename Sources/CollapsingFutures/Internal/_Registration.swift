@@ -5,19 +5,19 @@
 import CCollapsingFutures
 import Dispatch
 
-/// How a node is registered: the threading it runs under, the `unless:`
-/// token that removes it, and whether it queues behind started work. Only
-/// the presets build one, so a combination that means nothing (a queue
-/// for the library's bookkeeping, the main actor and a queue) cannot be
-/// written.
+/// How a node is registered: the threading it runs under, and what the
+/// registration path may shortcut. Only the presets build one, so a
+/// combination that means nothing (a queue for the library's bookkeeping,
+/// the main actor and a queue) cannot be written. A trivial value (the
+/// queue is borrowed from the caller for the call): building one costs no
+/// reference counting. The `unless:` token goes beside it, borrowed too.
 @usableFromInline @frozen
 struct _Registration {
-    /// The node's run policy (`_RunPolicy`), recorded by `_enter`; nil for
-    /// the rule of `CancelToken.whenCancelled` without a queue, which
-    /// `_enter` resolves where it registers: the main queue when that is
-    /// the main thread, else the completing thread.
-    @usableFromInline let threading: _RunPolicy?
-    @usableFromInline let unless: CancelToken
+    /// The threading, which `_enter` records as the node's run policy.
+    @usableFromInline let threading: _Threading
+    /// `.user`'s queue, borrowed for the call; nil for the rule of
+    /// `CancelToken.whenCancelled` without a queue.
+    @usableFromInline let queue: Unmanaged<DispatchQueue>?
     /// Whether the `unless` link also removes the node when `unless`
     /// becomes immortal: for bookkeeping that stops mattering once a
     /// result settles either way.
@@ -34,102 +34,98 @@ struct _Registration {
     @usableFromInline let reachable: Bool
 
     @inlinable @inline(__always)
-    init(_ threading: _RunPolicy?, unless: CancelToken, removedWhenUnlessImmortal: Bool = false,
+    init(_ threading: _Threading, queue: DispatchQueue? = nil, removedWhenUnlessImmortal: Bool = false,
          queuesBehindStartedWork: Bool, reachable: Bool = false) {
         self.threading = threading
-        self.unless = unless
+        if let queue { self.queue = Unmanaged.passUnretained(queue) } else { self.queue = nil }
         self.removedWhenUnlessImmortal = removedWhenUnlessImmortal
         self.queuesBehindStartedWork = queuesBehindStartedWork
         self.reachable = reachable
     }
 
-    /// A user's handler or continuation: the threading contract of
-    /// `CancelToken.whenCancelled` — on `queue`, or, without one, on the
-    /// completing thread, or the main queue when registered on the main
-    /// thread.
+    /// The threadings a registration can ask for; `_enter` turns each into
+    /// a `_RunPolicy`.
+    @usableFromInline
+    enum _Threading: UInt8 {
+        /// The contract of `CancelToken.whenCancelled`: on the queue, or,
+        /// without one, on the completing thread, or the main queue when
+        /// registered on the main thread.
+        case user
+        /// Always on the main actor, after a hop (`_RunPolicy.mainActor`).
+        case mainActor
+        /// Inline on the completing thread (`_RunPolicy.inline`).
+        case inline
+        /// Inline, except on the timer driver's thread
+        /// (`_RunPolicy.completingThread`).
+        case offTheDriver
+        /// Inline once the token settles either way
+        /// (`_RunPolicy.inlineWhenSettled`).
+        case whenSettled
+    }
+
+    /// A user's handler or continuation, on `queue` or by the rule of
+    /// `CancelToken.whenCancelled`.
     @inlinable @inline(__always)
-    static func user(queue: DispatchQueue?, unless: CancelToken) -> _Registration {
-        _Registration(queue.map { .queue($0) }, unless: unless, queuesBehindStartedWork: true)
+    static func user(queue: DispatchQueue?) -> _Registration {
+        _Registration(.user, queue: queue, queuesBehindStartedWork: true)
     }
 
     /// The `on: MainActor` continuations: always on the main actor, after
     /// a hop, even from the main thread.
     @inlinable @inline(__always)
-    static func mainActor(unless: CancelToken) -> _Registration {
-        _Registration(.mainActor, unless: unless, queuesBehindStartedWork: true)
-    }
+    static var mainActor: _Registration { _Registration(.mainActor, queuesBehindStartedWork: true) }
 
     /// The library's part of a continuation (forwarding an outcome, a
     /// combinator's input arriving): inline on the completing thread, as
     /// one counted inline run.
     @inlinable @inline(__always)
-    static func library(unless: CancelToken = .immortal) -> _Registration {
-        _Registration(.inline, unless: unless, queuesBehindStartedWork: true)
-    }
+    static var library: _Registration { _Registration(.inline, queuesBehindStartedWork: true) }
 
-    /// `library`, removed when `unless` settles either way.
+    /// `library`, also removed when `unless` becomes immortal.
     @inlinable @inline(__always)
-    static func library(untilSettled unless: CancelToken) -> _Registration {
-        _Registration(.inline, unless: unless, removedWhenUnlessImmortal: true, queuesBehindStartedWork: true)
+    static var libraryUntilUnlessSettles: _Registration {
+        _Registration(.inline, removedWhenUnlessImmortal: true, queuesBehindStartedWork: true)
     }
 
     /// The library's step that calls the user's code (a retry's next try):
     /// inline, except on the timer driver's thread, where it goes to the
     /// firing pool (`_RunPolicy.hop`).
     @inlinable @inline(__always)
-    static func libraryCallingUser(unless: CancelToken) -> _Registration {
-        _Registration(.completingThread, unless: unless, queuesBehindStartedWork: true)
-    }
+    static var libraryCallingUser: _Registration { _Registration(.offTheDriver, queuesBehindStartedWork: true) }
 
     /// The library's bookkeeping (links between sources, timers): inline on
     /// the cancelling thread, now, whatever the depth.
     @inlinable @inline(__always)
-    static func bookkeeping(unless: CancelToken = .immortal) -> _Registration {
-        _Registration(.inline, unless: unless, queuesBehindStartedWork: false)
-    }
+    static var bookkeeping: _Registration { _Registration(.inline, queuesBehindStartedWork: false) }
 
-    /// `bookkeeping`, removed when `unless` settles either way.
+    /// `bookkeeping`, also removed when `unless` becomes immortal.
     @inlinable @inline(__always)
-    static func bookkeeping(untilSettled unless: CancelToken) -> _Registration {
-        _Registration(.inline, unless: unless, removedWhenUnlessImmortal: true, queuesBehindStartedWork: false)
+    static var bookkeepingUntilUnlessSettles: _Registration {
+        _Registration(.inline, removedWhenUnlessImmortal: true, queuesBehindStartedWork: false)
     }
 
     /// Bookkeeping that runs once the token settles either way, cancelled
     /// or immortal, inline and now.
     @inlinable @inline(__always)
-    static var whenSettled: _Registration {
-        _Registration(.inlineWhenSettled, unless: .immortal, queuesBehindStartedWork: false)
-    }
+    static var whenSettled: _Registration { _Registration(.whenSettled, queuesBehindStartedWork: false) }
 
     /// An `unless` link (`_UnlessNode`), pushed once its target is listed.
     @inlinable @inline(__always)
-    static var unlessLink: _Registration {
-        _Registration(.inline, unless: .immortal, queuesBehindStartedWork: true, reachable: true)
-    }
+    static var unlessLink: _Registration { _Registration(.inline, queuesBehindStartedWork: true, reachable: true) }
 }
 
-/// A registration's node object: a `_Node`, or a step's output future
-/// (`_StepFuture`), which is its step's node.
-@usableFromInline
-protocol _Registrable: AnyObject {
-    /// Its `cf_node` (`_NodeRef`).
-    var _ptr: UnsafeMutablePointer<cf_node> { get }
-    /// This object as the node a `CancelRegistration` holds; nil for a
-    /// step future, whose registration is not handed out.
-    var _asNode: _Node? { get }
-}
-
-extension _Registrable {
-    /// The one registration path: this node registered on the token stored
-    /// in `owner`, as `registration` says. What happens is `_enter`'s; this
-    /// part, inlined into the caller, only builds the handle, so one the
-    /// caller discards costs no reference counting.
+extension _Node {
+    /// The one registration path of a `_Node`: registered on the token
+    /// stored in `owner`, as `registration` says, removed by `unless`. What happens is
+    /// `_enter`'s; this part, inlined into the caller, only builds the
+    /// handle, so one the caller discards costs no reference counting. (A
+    /// step's output future registers itself the same way: `Future._step`.)
     @inlinable @inline(__always) @discardableResult
-    func _register(on owner: AnyObject, _ registration: _Registration) -> CancelRegistration {
-        let r = _NodeRef(_ptr)._enter(owner, registration)
+    func _register(on owner: AnyObject, _ registration: _Registration,
+                   unless: CancelToken = .immortal) -> CancelRegistration {
+        let r = _NodeRef(_ptr)._enter(owner, registration, unless: unless)
         guard r == Int32(CF_REG_ADDED) else { return CancelRegistration(neverRuns: r != Int32(CF_REG_CANCELLED)) }
-        guard let node = _asNode else { return CancelRegistration(neverRuns: false) }
-        return CancelRegistration(owner: owner, node: node)
+        return CancelRegistration(owner: owner, node: self)
     }
 }
 
@@ -154,7 +150,7 @@ func _failOnUnless(_ output: any _ContinuationOutput, _ unlessOwner: AnyObject?)
         output._tryImmortalize()
         return
     }
-    _ContinuationNode._make(output: output) { output._failCancelled() }._register(on: uo, .library())
+    _ContinuationNode._make(output: output) { output._failCancelled() }._register(on: uo, .library)
 }
 
 extension CancelToken {
@@ -165,7 +161,7 @@ extension CancelToken {
     /// `.immortal` or a settled token), or if `unless` is cancelled first.
     @discardableResult
     func _whenCancelledInline(unless: CancelToken, _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
-        _whenCancelledInline(.bookkeeping(unless: unless), action)
+        _whenCancelledInline(.bookkeeping, unless: unless, action)
     }
 
     /// `_whenCancelledInline`, whose registration also goes when `output`
@@ -174,13 +170,13 @@ extension CancelToken {
     @discardableResult
     func _whenCancelledInline(untilSettled output: CancelToken,
                               _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
-        _whenCancelledInline(.bookkeeping(untilSettled: output), action)
+        _whenCancelledInline(.bookkeepingUntilUnlessSettles, unless: output, action)
     }
 
-    private func _whenCancelledInline(_ registration: _Registration,
+    private func _whenCancelledInline(_ registration: _Registration, unless: CancelToken,
                                       _ action: @escaping @Sendable () -> Void) -> CancelRegistration {
         guard let owner = _owner else { return CancelRegistration(neverRuns: true) }
-        return _HandlerNode._make(action)._register(on: owner, registration)
+        return _HandlerNode._make(action)._register(on: owner, registration, unless: unless)
     }
 
     /// Library bookkeeping that must happen once the token settles either

@@ -33,7 +33,7 @@ final class _FutureTimeout<Value: Sendable>: _Node, @unchecked Sendable {
 
     /// Waits for the input.
     func start() {
-        _register(on: input, .bookkeeping())
+        _register(on: input, .bookkeeping)
     }
 
     /// The timer fired (on the driver's thread).

@@ -96,8 +96,7 @@ extension _NodeRef {
     /// pushed: it is dropped, not removed (no token counts a removal of a
     /// node it never linked).
     @usableFromInline
-    func _enter(_ owner: AnyObject, _ registration: _Registration) -> Int32 {
-        let unless = registration.unless
+    func _enter(_ owner: AnyObject, _ registration: _Registration, unless: CancelToken) -> Int32 {
         // The token stored in `owner` itself, as `unless`, is never
         // cancelled before this node runs: no `unless` at all. (Borrowed,
         // not copied: no reference counting on the common path.)
@@ -109,11 +108,20 @@ extension _NodeRef {
             _handle(.removed(byUnless: true))
             return Int32(CF_REG_IMMORTAL)
         }
-        // The threading, which `_RunPolicy.hop` reads.
+        // The threading, which `_RunPolicy.hop` reads. A new or kept node's
+        // policy is `.inline` (`_keepCleared`), so that one needs no store.
+        assert({ if case .inline = policy.pointee { true } else { false } }(), "a node is registered once per life")
         switch registration.threading {
-        case .queue(let q)? where q === DispatchQueue.completingThread: policy.pointee = .completingThread
-        case let threading?: policy.pointee = threading
-        case nil: policy.pointee = _isOnMain() ? .mainQueueUnlessThere : .completingThread
+        case .user:
+            if let q = registration.queue?.takeUnretainedValue() {
+                policy.pointee = q === DispatchQueue.completingThread ? .completingThread : .queue(q)
+            } else {
+                policy.pointee = _isOnMain() ? .mainQueueUnlessThere : .completingThread
+            }
+        case .mainActor: policy.pointee = .mainActor
+        case .inline: break
+        case .offTheDriver: policy.pointee = .completingThread
+        case .whenSettled: policy.pointee = .inlineWhenSettled
         }
         // Its own word, and the root's only when that one is linked: the
         // common path loads once. A link made after this load is met by
@@ -163,7 +171,7 @@ extension _NodeRef {
             // settled first it already removed the link, which then sits in
             // the list as a removed node, counted, until cleanup or settle
             // unlinks it.
-            if let link { _ = _NodeRef(link._ptr)._enter(unless._owner.unsafelyUnwrapped, .unlessLink) }
+            if let link { _ = _NodeRef(link._ptr)._enter(unless._owner.unsafelyUnwrapped, .unlessLink, unless: .immortal) }
             return r
         }
         releaseObject()
@@ -213,6 +221,24 @@ extension _NodeRef {
             perform(.remove(byUnless: byUnless))
         case .hopped(let unless):
             perform(unless.isCancelled ? .remove(byUnless: true) : .run)
+        }
+    }
+
+    /// The node's action: a `_Node`'s method, or a step future's step,
+    /// which its outcome words hold until it runs (`_StepFuture`).
+    @inline(__always)
+    func perform(_ action: _NodeAction) {
+        let inFuture = inFuture, o = object(inFuture: inFuture)
+        if inFuture {
+            (o + _futureWordsOffset).load(as: _Step.self).perform(o, action)
+        } else {
+            Unmanaged<_Node>.fromOpaque(o)._withUnsafeGuaranteedRef { node in
+                switch action {
+                case .run: node._run()
+                case .discard(let unlessOwner): node._discard(unless: unlessOwner)
+                case .remove(let byUnless): node._removed(byUnless: byUnless)
+                }
+            }
         }
     }
 

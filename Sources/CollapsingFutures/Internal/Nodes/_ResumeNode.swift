@@ -47,7 +47,7 @@ final class _ResumeNode<T: Sendable>: _Node, @unchecked Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
                 continuation = c   // before publication: the settler reads it after its CAS
-                _register(on: owner, .library())
+                _register(on: owner, .library)
                 // Acquiring-and-releasing: publishes the registration to the
                 // handler, and orders the handler's cancel before our remove.
                 if phase.exchange(1, ordering: .acquiringAndReleasing) == 2 { taskCancelled() }

@@ -18,7 +18,7 @@ import CCollapsingFutures
 /// So a pending step takes 104 bytes (a 112-byte malloc chunk), as a
 /// future and a node it would take 80 and 96.
 @usableFromInline
-final class _StepFuture<R: Sendable>: Future<R>, _Registrable, @unchecked Sendable {
+final class _StepFuture<R: Sendable>: Future<R>, @unchecked Sendable {
     /// The step's `cf_node`, with the core's owner bit: the first stored
     /// property after `Future`'s, `_futureNodeOffset` into the object.
     @usableFromInline final var _node = cf_node()
@@ -26,7 +26,7 @@ final class _StepFuture<R: Sendable>: Future<R>, _Registrable, @unchecked Sendab
     @exclusivity(unchecked) @usableFromInline final var _policy = _RunPolicy.inline
     @exclusivity(unchecked) @usableFromInline final var _function: (UInt, UInt) = (0, 0)
 
-    /// A pending step from `input`, whose `step` runs `f` (`_perform`).
+    /// A pending step from `input`, whose `step` runs `f` (`Future._step`).
     @inlinable @inline(__always)
     init<I, Fn>(input: Future<I>, _ f: Fn, step: _Step) {
         super.init()
@@ -47,30 +47,36 @@ final class _StepFuture<R: Sendable>: Future<R>, _Registrable, @unchecked Sendab
 
     @inlinable @inline(__always)
     var _ptr: UnsafeMutablePointer<cf_node> { (_object + _futureNodeOffset).assumingMemoryBound(to: cf_node.self) }
+}
 
-    /// Not handed out: only its `unless` link removes a step.
-    @inlinable var _asNode: _Node? { nil }
-
-    /// Performs `action` on the step future at `object` (its step, called
-    /// by `_NodeRef.perform`, calls this with `run`, the step proper):
-    /// takes the step, the input and `f`, then runs, or, never running
-    /// `f`, makes the output follow `unless` (`_failOnUnless`) or fails it
-    /// when `unless` removed it.
+extension Future {
+    /// The one step builder: a step of `then`, `catch` or `finally` from
+    /// this future, registered as `registration` says, removed by `unless`. When this future
+    /// completes, the step takes the input, `f` and itself out of the step
+    /// future's fields, then `run` completes it from them; a step that
+    /// never runs (this future immortal, or removed by `unless`) makes its
+    /// output follow `unless` (`_failOnUnless`), or fails it when `unless`
+    /// removed it. Inlined into the specialized caller, so `run` is a
+    /// constant there and the step captures nothing.
     @inlinable @inline(__always)
-    static func _perform<I, Fn>(_ object: UnsafeMutableRawPointer, _ action: _NodeAction, input _: I.Type,
-                                _ run: (_ input: Future<I>, _ f: Fn, _ output: _StepFuture) -> Void) {
-        let me = Unmanaged<_StepFuture>.fromOpaque(object).takeUnretainedValue()
-        me._wordsAddress.assumingMemoryBound(to: _Step.self).deinitialize(count: 1)
-        me._words = (0, 0)
-        let input = Unmanaged<Future<I>>.fromOpaque(me._targetRef.unsafelyUnwrapped).takeRetainedValue()
-        me._targetRef = nil
-        let f = withUnsafeMutablePointer(to: &me._function) { UnsafeMutableRawPointer($0).assumingMemoryBound(to: Fn.self).move() }
-        me._function = (0, 0)
-        switch action {
-        case .run: run(input, f, me)
-        case .discard(let unlessOwner): _failOnUnless(me, unlessOwner)
-        case .remove(let byUnless): if byUnless { me._failCancelled() }
-        }
+    func _step<U, Fn>(_ f: Fn, _ registration: _Registration, unless: CancelToken,
+                      _ run: @escaping (_ input: Future, _ f: Fn, _ output: _StepFuture<U>) -> Void) -> Future<U> {
+        let out = _StepFuture<U>(input: self, f, step: _Step { object, action in
+            let me = Unmanaged<_StepFuture<U>>.fromOpaque(object).takeUnretainedValue()
+            me._wordsAddress.assumingMemoryBound(to: _Step.self).deinitialize(count: 1)
+            me._words = (0, 0)
+            let input = Unmanaged<Future>.fromOpaque(me._targetRef.unsafelyUnwrapped).takeRetainedValue()
+            me._targetRef = nil
+            let f = withUnsafeMutablePointer(to: &me._function) { UnsafeMutableRawPointer($0).assumingMemoryBound(to: Fn.self).move() }
+            me._function = (0, 0)
+            switch action {
+            case .run: run(input, f, me)
+            case .discard(let unlessOwner): _failOnUnless(me, unlessOwner)
+            case .remove(let byUnless): if byUnless { me._failCancelled() }
+            }
+        })
+        _ = _NodeRef(out._ptr)._enter(self, registration, unless: unless)
+        return out
     }
 }
 
@@ -105,22 +111,4 @@ struct _Function<A, R> {
 struct _FutureFunction<A, R: Sendable> {
     @usableFromInline let call: (A) throws -> Future<R>
     @inlinable init(_ call: @escaping (A) throws -> Future<R>) { self.call = call }
-}
-
-/// Where `Future`'s outcome words lie in a future: after the object header
-/// and the `cf_future` (checked in `_StepFuture.init`, debug builds).
-@inlinable @inline(__always)
-var _futureWordsOffset: Int { _nodeOffset + MemoryLayout<cf_future>.stride }
-
-/// Where a step future's `cf_node` lies: right after `Future`'s fields
-/// (the outcome words, the target reference and, in debug builds, the
-/// immortal site), which end 16-byte aligned on 64-bit platforms, as the
-/// core's node pointers need (checked in `_StepFuture.init`, debug builds).
-@inlinable @inline(__always)
-var _futureNodeOffset: Int {
-    var end = _futureWordsOffset + MemoryLayout<(UInt, UInt)>.size + MemoryLayout<UnsafeMutableRawPointer?>.size
-    #if DEBUG
-    end += MemoryLayout<String?>.size
-    #endif
-    return end
 }
