@@ -1,6 +1,5 @@
 #include "cfb.h"
-// The floor calls its own build of the core.
-#include "floor_core.h"
+#include "cf_upcalls.h"
 #include <errno.h>
 #include <stdlib.h>
 
@@ -40,10 +39,24 @@ void cfb_count_allocs(int on) {
 uint64_t cfb_alloc_count(void) { return __atomic_load_n(&count, __ATOMIC_SEQ_CST); }
 
 // ---- the C floor ----------------------------------------------------------
-void cfb_floor_node_event(cf_node *n, int event) {
+static void floor_node_event(cf_node *n, int event) {
     (void)event;
     __libc_free(n);  // every event hands back the list's (only) reference
 }
+
+// The floor keeps no node for reuse and arms no deadline.
+static void floor_node_free(cf_node *n) { (void)n; abort(); }
+static void floor_firing_run(cf_node *n, void *_Nullable unless) { (void)n; (void)unless; abort(); }
+static void floor_deadline_event(cf_deadline *d, int event) { (void)d; (void)event; abort(); }
+
+static const cf_upcalls floor_upcalls = {
+    .node_event = floor_node_event,
+    .node_free = floor_node_free,
+    .firing_run = floor_firing_run,
+    .deadline_event = floor_deadline_event,
+};
+
+void cfb_floor_use(void) { cf_use_upcalls(&floor_upcalls); }
 
 cf_token *cfb_token_new(void) {
     cf_token *t = __libc_memalign(16, sizeof(cf_token));

@@ -4,7 +4,8 @@
 // API under a lock per token (`dispatch-lock`: serial DispatchQueue as the
 // original's @synchronized; `mutex`: Synchronization.Mutex), swift-nio
 // promises, Swift concurrency where it has a counterpart, and `c-floor`: the C
-// core alone with a no-op C handler. Times are medians of repetitions (with
+// core alone with a no-op C handler, measured in a process of its own (the
+// core calls up through one table per process, cf_upcalls.h). Times are medians of repetitions (with
 // min–max); allocations are counted by a malloc interposer linked into this
 // executable, in a separate pass; ratios are peer / lockfree in this run.
 // The contended scenarios run at 1, 2, 4, … threads up to the core count;
@@ -29,6 +30,7 @@ import Synchronization
 // MARK: options
 
 var quick = false, json = false, filter: String?, implFilter: String?, memoryProbe: String?, svgPath: String?
+var floorScenario: String?
 do {
     var args = CommandLine.arguments.dropFirst()
     while let a = args.popFirst() {
@@ -38,6 +40,7 @@ do {
         case "--filter": filter = args.popFirst()
         case "--impl": implFilter = args.popFirst()
         case "--memory-probe": memoryProbe = args.popFirst()
+        case "--c-floor": floorScenario = args.popFirst()
         case "--svg": svgPath = args.popFirst()
         case "-h", "--help":
             print("usage: benchmarks [--quick] [--format text|json] [--filter SCENARIO-SUBSTRING] [--impl NAME] [--svg PATH]")
@@ -55,6 +58,10 @@ if let id = memoryProbe {
     print(probe.grow(probe.items))
     exit(0)
 }
+
+// A child process measuring one scenario's C floor: the core's callbacks are
+// the floor's here, given before any token is used.
+if floorScenario != nil { cfb_floor_use() }
 
 // glibc skips atomics while a process has a single thread: keep a second one alive.
 let keepAlive = DispatchSemaphore(value: 0)
@@ -337,6 +344,29 @@ scenarios += deadlineScenarios(quick: quick)
 scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrency: Task create + cancel + await (reference)",
                           opsPerIteration: 1, iterations: 20_000, bodies: ["swift-concurrency": taskCreateCancel]))
 
+if let name = floorScenario {
+    guard let s = scenarios.first(where: { $0.name == name }), let body = s.bodies["c-floor"] else { exit(2) }
+    let f = measure(s, "c-floor", body)
+    print(f.median, f.min, f.max, f.allocs)
+    exit(0)
+}
+
+/// Measures `s`'s C floor in a child process (`--c-floor`); nil if the
+/// child failed.
+@MainActor func measureFloorInChild(_ s: Scenario) -> Figure? {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    p.arguments = ["--c-floor", s.name] + (quick ? ["--quick"] : [])
+    let out = Pipe()
+    p.standardOutput = out
+    guard (try? p.run()) != nil else { return nil }
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    let v = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+    guard p.terminationStatus == 0, v.count == 4 else { return nil }
+    return Figure(scenario: s.name, impl: "c-floor", median: v[0], min: v[1], max: v[2], allocs: v[3])
+}
+
 // MARK: memory, each figure in a fresh process
 
 let memory: [(probe: MemoryProbe, bytesPerItem: Double)] = filter == nil && implFilter == nil
@@ -354,7 +384,11 @@ for s in scenarios where filter.map({ s.name.contains($0) }) ?? true {
     for impl in columns where implFilter.map({ impl == $0 }) ?? true {
         guard let body = s.bodies[impl] else { continue }
         if !json { FileHandle.standardError.write("\(s.name) / \(impl)...\n".data(using: .utf8)!) }
-        figures.append(measure(s, impl, body))
+        if impl == "c-floor" {
+            if let f = measureFloorInChild(s) { figures.append(f) }
+        } else {
+            figures.append(measure(s, impl, body))
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 // cf_core.c — the cancel-token state machine. See cf_core.h for the essay.
 #include "cf_core.h"
+#include "cf_upcalls.h"
 
 #include <atomic_ops.h>
 #include <sched.h>
@@ -12,11 +13,8 @@ _Static_assert((CF_W_TAGS & ~(uintptr_t)15) == 0, "tags fit in the alignment of 
 _Static_assert((CF_W_LINKED & (CF_W_TERMINAL | CF_W_CLEANING)) == 0, "the link tag is a tag of its own");
 _Static_assert((CF_W_FAILED & CF_W_TAGS) == 0, "the failed bit is no tag: a terminal word has no pointer bits");
 
-// The callback of every node (cf_core.h): the Swift layer's, unless the
-// file that includes this one names another (the benchmark's C floor).
-#ifndef CF_NODE_EVENT
-#define CF_NODE_EVENT cf_swift_node_event
-#endif
+// The callback of every node: the process's table's (cf_upcalls.h).
+#define CF_NODE_EVENT(n, event) cf_upcalls_in_use->node_event((n), (event))
 
 #define W(p) ((volatile AO_t *)(p))
 #define WI(p) ((volatile unsigned int *)(p))

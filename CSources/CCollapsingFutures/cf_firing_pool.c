@@ -1,5 +1,6 @@
 // cf_firing_pool.c — the firing pool. See cf_firing_pool.h for the essay.
 #include "cf_firing_pool.h"
+#include "cf_upcalls.h"
 #include "cf_thread.h"
 
 #include <pthread.h>
@@ -207,7 +208,7 @@ static void *_Nullable serve(void *_Nullable unused) {
                 group_end = i;
                 while (!((uintptr_t)batch[group_end].node & GROUP_END)) group_end++;
             }
-            cf_swift_firing_run((cf_node *)((uintptr_t)batch[i].node & ~GROUP_END), batch[i].unless);
+            cf_upcalls_in_use->firing_run((cf_node *)((uintptr_t)batch[i].node & ~GROUP_END), batch[i].unless);
         }
         batch_len = batch_next = group_end = 0;
     }

@@ -2,6 +2,7 @@
 // storage, freeing them when their thread exits, and the ThreadSanitizer
 // annotations of their reuse.
 #include "cf_node_pool.h"
+#include "cf_upcalls.h"
 
 #include <pthread.h>
 
@@ -49,7 +50,7 @@ static void free_pools(void *unused) {
     for (int slot = 0; slot < CF_POOL_SLOTS; slot++) {
         const void *cls = pool->lists[slot].cls;
         cf_node *n;
-        while (cls && (n = cf_node_pool_take(cls))) cf_swift_node_free(n);
+        while (cls && (n = cf_node_pool_take(cls))) cf_upcalls_in_use->node_free(n);
     }
 }
 

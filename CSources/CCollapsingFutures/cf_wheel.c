@@ -1,5 +1,6 @@
 // cf_wheel.c — deadlines on one timing wheel. See cf_wheel.h for the essay.
 #include "cf_wheel.h"
+#include "cf_upcalls.h"
 #include "cf_wheel_slots.h"
 #include "cf_firing_pool.h"
 #include "cf_thread.h"
@@ -281,7 +282,7 @@ static pthread_once_t shared_started[2] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT}
 
 static void start_shared(cf_clock clock) {
     // No driver: no timer of the process on that clock could ever fire. Say so.
-    int error = start(&shared[clock], cf_swift_deadline_event, clock);
+    int error = start(&shared[clock], cf_upcalls_in_use->deadline_event, clock);
     if (error) cf_thread_start_failed("the timer thread", error);
 }
 static void start_continuous(void) { start_shared(CF_CLOCK_CONTINUOUS); }

@@ -13,9 +13,12 @@
 void cfb_count_allocs(int on);
 uint64_t cfb_alloc_count(void);
 
-/// The C floor: a token with no-op handlers in malloc'd 16-byte aligned
-/// nodes, on the floor's own build of the core (floor_core.h): call these,
-/// never the library's cf_ functions, on a floor token.
+/// The C floor: the library's core with no-op handlers in malloc'd 16-byte
+/// aligned nodes, whose events free them. A process is either the floor's
+/// or the library's (cf_upcalls.h): cfb_floor_use gives the core the
+/// floor's callbacks, before any token is used, in a process that uses
+/// no token of the library's.
+void cfb_floor_use(void);
 cf_token *cfb_token_new(void);
 void cfb_token_free(cf_token *t);
 /// Cancels the token (its handlers run).

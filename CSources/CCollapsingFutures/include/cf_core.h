@@ -46,7 +46,7 @@
 // the cleaner's thread is descheduled during it. Nothing else waits: every
 // other loop retries a CAS that failed because another thread made progress.
 //
-// The core never calls back while it owns anything: callbacks (CF_NODE_EVENT) run
+// The core never calls back while it owns anything: callbacks (the upcall `node_event`, cf_upcalls.h) run
 // only after the node's fate is settled and the token word is released.
 //
 // Drain order. Settled nodes are run from a per-thread queue by the outermost
@@ -136,13 +136,9 @@ typedef struct cf_node {
     struct cf_node *_Nullable next;
 } cf_node;
 
-/// The callback of every node, given the node itself: its owner finds its
-/// own allocation from it. One function for every node of a build of the
-/// core (cf_core.c calls it as CF_NODE_EVENT), so a node keeps no function
-/// pointer: this one, the Swift layer's (`_NodeRef.swift`, `@_cdecl`). The
-/// benchmark's C floor compiles cf_core.c once more with its own
-/// (Benchmarks/CBenchSupport/floor_core.h).
-void cf_swift_node_event(cf_node *_Nonnull node, int event);
+/// The callback of every node is the process's (cf_upcalls.h: `node_event`),
+/// given the node itself: its owner finds its own allocation from it. One
+/// function for every node, so a node keeps no function pointer.
 
 /// The two cleanup counters are 32 bits (AO_int ops): they count nodes of
 /// one list, far fewer than 2^31 (each node takes at least 32 bytes), and

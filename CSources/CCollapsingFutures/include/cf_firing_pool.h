@@ -27,7 +27,7 @@
 // over under the pool's mutex, which also orders every write the driver
 // made before it (the items' nodes and what their owners hold) before the
 // pool thread that takes them. Taking a group is also under that mutex.
-// The pool threads call back into the Swift layer (cf_swift_firing_run).
+// The pool threads call up through `firing_run` (cf_upcalls.h).
 #ifndef CF_FIRING_POOL_H
 #define CF_FIRING_POOL_H
 
@@ -39,14 +39,10 @@
 extern "C" {
 #endif
 
-/// Runs a node handed over by cf_firing_add, on a pool thread; takes the
-/// references the item held (the node's object, and `unless`, if any): the
-/// Swift layer's (`_NodeRef.swift`).
-void cf_swift_firing_run(cf_node *_Nonnull node, void *_Nullable unless);
 
 /// A wheel's driver thread only: adds a node to the open group. The item holds one
 /// reference on the node's object and one on `unless` (or NULL), handed
-/// to cf_swift_firing_run.
+/// to the upcall `firing_run`, which takes them.
 void cf_firing_add(cf_node *node, void *_Nullable unless);
 
 /// A wheel's driver thread only: closes the open group (one firing's items); no

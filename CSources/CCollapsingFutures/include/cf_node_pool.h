@@ -15,8 +15,8 @@
 // The lists belong to one thread: no atomics. A thread keeps at most
 // CF_NODE_LIST_MAX nodes of a class and CF_NODE_POOL_MAX in all (the rest
 // are freed as usual). What a thread keeps is freed when it exits,
-// through a pthread key's destructor that calls the Swift layer's
-// cf_swift_node_free for each node; the main thread's stay until the
+// through a pthread key's destructor that calls the upcall
+// `node_free` (cf_upcalls.h) for each node; the main thread's stay until the
 // process ends.
 #ifndef CF_NODE_POOL_H
 #define CF_NODE_POOL_H
@@ -61,9 +61,6 @@ extern __thread cf_node_pool cf_node_pool_here;
 /// cannot be arranged (then nothing may be kept). This thread only.
 int cf_node_pool_watch(void);
 
-/// Releases the node object whose cf_node is `n` (the Swift layer's,
-/// `@_cdecl`): a kept node, freed as its thread exits.
-void cf_swift_node_free(cf_node *_Nonnull n);
 
 /// The slot class `cls`'s probes start from (Fibonacci hashing: class
 /// metadata addresses differ mostly in their middle bits).

@@ -75,8 +75,8 @@
 //                                                              CAS out of ARMED (full);
 //                                                              stores and loads (full)
 //
-// Callbacks (the wheel's `event`; the library's wheel calls
-// cf_swift_deadline_event) run on its driver thread, after the entry's
+// Callbacks (the wheel's `event`; the library's wheels call the upcall
+// `deadline_event`, cf_upcalls.h) run on its driver thread, after the entry's
 // fate is settled, and take back the wheel's reference.
 #ifndef CF_WHEEL_H
 #define CF_WHEEL_H
@@ -104,8 +104,6 @@ typedef enum cf_deadline_event {
 /// transition; what would run user code goes to the firing pool).
 typedef void (*cf_deadline_callback)(cf_deadline *_Nonnull d, int event);
 
-/// The library's callback (`_Timer.swift`): its wheel's.
-void cf_swift_deadline_event(cf_deadline *_Nonnull d, int event);
 
 /// The clock a wheel reads: the OS clock of Swift's ContinuousClock (Linux
 /// CLOCK_BOOTTIME, Darwin CLOCK_MONOTONIC_RAW: it counts time the machine
@@ -117,8 +115,8 @@ typedef enum cf_clock { CF_CLOCK_CONTINUOUS = 0, CF_CLOCK_SUSPENDING = 1 } cf_cl
 /// kind reads). Any thread.
 uint64_t cf_clock_now_ns(cf_clock clock);
 
-/// The library's wheel for `clock`, whose callback is
-/// cf_swift_deadline_event; its driver starts on the first call. The
+/// The library's wheel for `clock`, whose callback is the upcall
+/// `deadline_event` (cf_upcalls.h); its driver starts on the first call. The
 /// driver's condition variable waits on CLOCK_MONOTONIC: on another clock
 /// it reads the wheel's clock again at least once a second, so a
 /// deadline of the continuous clock is at most that late after a resume.

@@ -337,7 +337,7 @@ func _firingRun(_ c: UnsafeMutablePointer<cf_node>, _ unless: UnsafeMutableRawPo
     _NodeRef(c)._arrived(unless: CancelToken(_owner: owner))
 }
 
-/// The C callback of every node (`CF_NODE_EVENT` in cf_core.h): performs
+/// The callback of every node (the upcall `node_event`, cf_upcalls.h): performs
 /// the event on the node whose `cf_node` is `c`, then releases the
 /// reference the list (or the drain queue) held on its object.
 @_cdecl("cf_swift_node_event") @usableFromInline
