@@ -34,7 +34,7 @@ extension Future {
     /// Whether our token is linked into a root's (`_link`): then our
     /// outcome is the root's (`_linkedRoot`), never stored here. Final once
     /// true. One inline load: every read of an outcome asks.
-    @inlinable var _isLinked: Bool { cf_token_is_linked(_ownTptr) != 0 }
+    @inlinable @inline(__always) var _isLinked: Bool { cf_token_is_linked(_ownTptr) != 0 }
 
     /// The root a linked future's outcome is (only once `_isLinked`; a root
     /// is never linked). The claim word, which names the root with a

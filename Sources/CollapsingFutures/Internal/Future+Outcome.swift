@@ -5,7 +5,7 @@ import CCollapsingFutures
 
 extension Future {
     /// Whether a `Value` is stored in `_words` itself.
-    @inlinable static var _inline: Bool {
+    @inlinable @inline(__always) static var _inline: Bool {
         MemoryLayout<Value>.size <= MemoryLayout<(UInt, UInt)>.size
             && MemoryLayout<Value>.alignment <= MemoryLayout<UInt>.alignment
     }
@@ -16,7 +16,7 @@ extension Future {
     /// an `UnsafeMutablePointer<Value>`: in unspecialized code (`deinit`,
     /// `_complete(copying:)`) returning that type looks up its metadata on
     /// every call.
-    @inlinable var _wordsAddress: UnsafeMutableRawPointer {
+    @inlinable @inline(__always) var _wordsAddress: UnsafeMutableRawPointer {
         withUnsafeMutablePointer(to: &_words) { UnsafeMutableRawPointer($0) }
     }
 
@@ -29,7 +29,7 @@ extension Future {
     }
 
     /// The retained `_ValueBox` in `_words.0` (boxed storage only).
-    @inlinable var _box: Unmanaged<AnyObject> { .fromOpaque(UnsafeRawPointer(bitPattern: _words.0)!) }
+    @inlinable @inline(__always) var _box: Unmanaged<AnyObject> { .fromOpaque(UnsafeRawPointer(bitPattern: _words.0)!) }
 
     /// The stored value. Only after seeing the future succeeded.
     @inlinable var _value: Value {

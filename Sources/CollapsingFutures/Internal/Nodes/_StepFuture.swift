@@ -28,7 +28,7 @@ final class _StepFuture<R: Sendable>: Future<R>, @unchecked Sendable {
 
     /// A pending step from `input`, whose `step` runs `f` (`Future._step`).
     @inlinable @inline(__always)
-    init<I, Fn>(input: Future<I>, _ f: Fn, step: _Step) {
+    init<I, Fn>(input: Future<I>, _ f: __owned Fn, step: _Step) {
         super.init()
         assert(MemoryLayout<Fn>.size == MemoryLayout.size(ofValue: _function), "a step's function is one closure")
         _ = withUnsafeMutablePointer(to: &_function) { UnsafeMutableRawPointer($0).initializeMemory(as: Fn.self, to: f) }
@@ -47,6 +47,14 @@ final class _StepFuture<R: Sendable>: Future<R>, @unchecked Sendable {
 
     @inlinable @inline(__always)
     var _ptr: UnsafeMutablePointer<cf_node> { (_object + _futureNodeOffset).assumingMemoryBound(to: cf_node.self) }
+
+    /// Registers this step on the token stored in `owner` (its input), as
+    /// `registration` says, removed by `unless`. No handle: only its
+    /// `unless` link removes a step.
+    @inlinable @inline(__always)
+    func _register(on owner: AnyObject, _ registration: _Registration, unless: CancelToken) {
+        _ = _NodeRef(_ptr)._enter(owner, registration, unless: unless)
+    }
 }
 
 extension Future {
@@ -59,7 +67,7 @@ extension Future {
     /// removed it. Inlined into the specialized caller, so `run` is a
     /// constant there and the step captures nothing.
     @inlinable @inline(__always)
-    func _step<U, Fn>(_ f: Fn, _ registration: _Registration, unless: CancelToken,
+    func _step<U, Fn>(_ f: __owned Fn, _ registration: _Registration, unless: CancelToken,
                       _ run: @escaping (_ input: Future, _ f: Fn, _ output: _StepFuture<U>) -> Void) -> Future<U> {
         let out = _StepFuture<U>(input: self, f, step: _Step { object, action in
             let me = Unmanaged<_StepFuture<U>>.fromOpaque(object).takeUnretainedValue()
@@ -75,7 +83,7 @@ extension Future {
             case .remove(let byUnless): if byUnless { me._failCancelled() }
             }
         })
-        _ = _NodeRef(out._ptr)._enter(self, registration, unless: unless)
+        out._register(on: self, registration, unless: unless)
         return out
     }
 }
