@@ -78,15 +78,15 @@
  * @step future_load     | cf_future_claim_load  | return AO_load_acquire(W(&f->claim));
  *
  * Swift-layer steps (not line-checked; the Swift files change independently):
- *   swift_retain   Internal/_Registration.swift _enter: retainObject (the list's reference)
+ *   swift_retain   Internal/Nodes/_Lifecycle.swift _enter: retainObject (the list's reference)
  *   swift_release  any release of a node reference; the last one frees the node
  *   add            CancelToken.whenCancelled: _register's _enter (one cf_token_load: run now,
- *                  discard, or push; Internal/_Registration.swift). A node run now is still private:
+ *                  discard, or push; Internal/Nodes/_Lifecycle.swift). A node run now is still private:
  *                  Swift marks its state with a plain store; the model claims it instead (always won:
  *                  nobody else can reach it)
  *   register       _enter's push (cf_token_register, then enqueue / claim + run inline)
  *   remove         CancelRegistration.remove() and an unless link's _releaseTarget
- *   callback       _nodeEvent, CF_NODE_EVENT of the library (Internal/Nodes/_NodeRef.swift: the node object
+ *   callback       _nodeEvent, the library's upcall node_event (Internal/Nodes/_Lifecycle.swift: the node object
  *                  from the cf_node, takeRetainedValue, _handle)
  *   set_future     Future._trySetFuture (Future._setFuture): claim, pre-walk, _target, FLATTENING,
  *                  walk, then the forwarder (Internal/Nodes/_FlattenNode.swift) on the walk's end

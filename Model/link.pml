@@ -6,7 +6,7 @@
  * word. This model adds the claim values linking uses, AWAITING and a
  * pointer to the root with its CF_F_TAKEN bit (the reference it holds), the
  * linked token word (CF_W_LINKED), and the Swift code that reads and writes
- * them (Sources/CollapsingFutures/Future.swift, Internal/_Registration.swift):
+ * them (Sources/CollapsingFutures/Internal/Future+Collapse.swift, Internal/Nodes/_Lifecycle.swift):
  *
  *   set_future   Future._setFuture from a collapsing step's _run: claim
  *                (UNSET -> CLAIMED) or take the claim through a link; then

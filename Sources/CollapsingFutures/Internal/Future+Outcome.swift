@@ -161,3 +161,11 @@ extension Future {
 
     /// Collapses: this future takes on `other`'s outcome.
 }
+
+/// A success value too large for a future's inline words: immutable, so a
+/// flattened future shares it with its target.
+@usableFromInline
+final class _ValueBox<Value>: @unchecked Sendable {
+    @usableFromInline let value: Value
+    @inlinable init(_ value: Value) { self.value = value }
+}

@@ -44,3 +44,12 @@ struct _UntilSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable w
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator(), token: token) }
 }
+
+/// The task an `until` sequence's iterator is waiting in, if any: the
+/// token's handler cancels it.
+final class _Waiting: Sendable {
+    private let state = _Locked<_UnsafeTaskHandle?>(nil)
+    func start(_ h: _UnsafeTaskHandle) { state.withLock { $0 = h } }
+    func stop() { state.withLock { $0 = nil } }
+    func cancelIfWaiting() { state.withLock { $0?.task.cancel() } }
+}

@@ -56,3 +56,18 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     /// Its fields are nil: running, discarding and removing each take them.
     @usableFromInline override func _keep() -> Bool { _keepCleared() }
 }
+
+/// A continuation's output, seen from code that does not know its `Value`
+/// (`_ContinuationNode`, `_failOnUnless`): what is done to it when its
+/// continuation can never run.
+@usableFromInline
+protocol _ContinuationOutput: AnyObject {
+    /// `unless` fired: fails it with `CancellationError`.
+    func _failCancelled()
+    /// Nothing can fail it any more: makes it immortal.
+    @discardableResult func _tryImmortalize() -> Bool
+}
+
+extension Future: _ContinuationOutput {
+    @usableFromInline func _failCancelled() { _trySet(.failure(CancellationError())) }
+}

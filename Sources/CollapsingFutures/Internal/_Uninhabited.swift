@@ -1,2 +1,0 @@
-/// The discard outcome of `CancelToken.cancelled()` (mapped to `false`).
-struct _Uninhabited: Error {}
