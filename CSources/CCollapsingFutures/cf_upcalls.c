@@ -3,7 +3,7 @@
 #include "cf_upcalls.h"
 
 void cf_swift_node_event(cf_node *_Nonnull node, int event);    // Nodes/_Lifecycle.swift
-void cf_swift_node_free(cf_node *_Nonnull node);                // Nodes/_Node.swift
+void cf_swift_node_free(cf_node *_Nonnull node);                // Nodes/_NodePool.swift
 void cf_swift_firing_run(cf_node *_Nonnull node, void *_Nullable unless);  // Nodes/_Lifecycle.swift
 void cf_swift_deadline_event(cf_deadline *_Nonnull d, int event);          // _Timer.swift
 

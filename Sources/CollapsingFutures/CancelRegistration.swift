@@ -36,7 +36,7 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
         guard let removed = _remove() else { return _neverRuns }
         if removed { return true }
         let node = _node.unsafelyUnwrapped._ptr
-        defer { cf_node_fields_released(node) }
+        defer { _NodePool.handOff(node) }
         return cf_node_state(node) != UInt(CF_N_CLAIMED)
     }
 
@@ -44,7 +44,7 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
     /// `(never runs)` (discarded by an immortal token, or never registered).
     public var description: String {
         guard let node = _node else { return _neverRuns ? "CancelRegistration(never runs)" : "CancelRegistration(ran)" }
-        defer { cf_node_fields_released(node._ptr) }
+        defer { _NodePool.handOff(node._ptr) }
         switch cf_node_state(node._ptr) {
         case UInt(CF_N_LIVE): return "CancelRegistration(registered)"
         case UInt(CF_N_REMOVED): return "CancelRegistration(removed)"
@@ -71,7 +71,7 @@ public struct CancelRegistration: Sendable, CustomStringConvertible {
 @inline(__always)
 func _removeNode(_ node: _NodeRef, from owner: AnyObject, byUnless: Bool) -> Bool {
     // Its list's thread may keep it (cf_node_pool.h).
-    defer { cf_node_fields_released(node.c) }
+    defer { _NodePool.handOff(node.c) }
     guard cf_node_remove(_tokenPtr(owner), node.c) != 0 else { return false }
     node._handle(.removed(byUnless: byUnless))
     return true

@@ -17,7 +17,7 @@ private final class Seen: @unchecked Sendable {
 
 /// How many nodes of class `cls` the calling thread keeps.
 private func keptCount(_ cls: _Node.Type) -> Int {
-    cf_node_pool_list(_classKey(cls), 0).map { Int($0.pointee.count) } ?? 0
+    cf_node_pool_list(_NodePool.classKey(cls), 0).map { Int($0.pointee.count) } ?? 0
 }
 
 @Suite struct NodeReuse {

@@ -25,7 +25,7 @@ final class _ContinuationNode: _Node, @unchecked Sendable {
     /// A node for `body`: a kept one if this thread has one.
     @inlinable @inline(__always)
     static func _make(output: (any _ContinuationOutput)?, _ body: @escaping () -> Void) -> _ContinuationNode {
-        let n = _reused(as: _ContinuationNode.self) ?? _ContinuationNode()
+        let n = _NodePool.take(_ContinuationNode.self) ?? _ContinuationNode()
         n.body = body
         n.output = output
         return n

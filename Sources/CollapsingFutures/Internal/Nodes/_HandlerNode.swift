@@ -11,7 +11,7 @@ final class _HandlerNode: _Node, @unchecked Sendable {
 
     /// A node for `handler`: a kept one if this thread has one.
     @inlinable @inline(__always) static func _make(_ handler: @escaping @Sendable () -> Void) -> _HandlerNode {
-        let n = _reused(as: _HandlerNode.self) ?? _HandlerNode()
+        let n = _NodePool.take(_HandlerNode.self) ?? _HandlerNode()
         n.handler = handler
         return n
     }

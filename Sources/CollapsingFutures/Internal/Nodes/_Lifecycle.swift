@@ -32,10 +32,7 @@
 // `unless` link's target and a hop each hold another. A node is dead when
 // the reference in hand is its only one (`cf_is_only_reference`).
 //
-// ThreadSanitizer: reuse crosses threads through the runtime's reference
-// count, which TSan cannot see: each holder other than the list calls
-// `cf_node_fields_released` when done with a node, and keeping calls
-// `cf_node_fields_acquired`.
+// Reuse and its ThreadSanitizer hand-offs: `_NodePool`.
 import CCollapsingFutures
 import Dispatch
 
@@ -267,9 +264,9 @@ extension _NodeRef {
         guard !inFuture else { return }
         let o = object(inFuture: false)
         guard cf_is_only_reference(o) != 0 else { return }
-        cf_node_fields_acquired(c)
-        let kept = Unmanaged<_Node>.fromOpaque(o).retain()
-        if !kept._withUnsafeGuaranteedRef({ $0._keep() }) { kept.release() }
+        // Kept with a reference of its own, which the caller's release leaves.
+        retainObject()
+        if !_NodePool.keep(c, object: o) { releaseObject() }
     }
 
     /// Releases the reference the list (or the drain queue) held, which
@@ -279,15 +276,7 @@ extension _NodeRef {
     @inline(__always)
     func _releaseListReference() {
         let inFuture = inFuture, o = object(inFuture: inFuture)
-        if !inFuture {
-            if cf_is_only_reference(o) != 0 {
-                cf_node_fields_acquired(c)
-                if Unmanaged<_Node>.fromOpaque(o)._withUnsafeGuaranteedRef({ $0._keep() }) { return }
-            } else {
-                // Another holder's thread may keep it (cf_node_pool.h).
-                cf_node_fields_released(c)
-            }
-        }
+        if !inFuture && _NodePool.keepIfDead(c, object: o) { return }
         Unmanaged<AnyObject>.fromOpaque(o).release()
     }
 
@@ -301,7 +290,7 @@ extension _NodeRef {
         policy.pointee = .unlinked
         if removingIt { link._removeFromUnless() } else { link._dropTarget() }
         // Read (and, removing it, written) here; kept by its list's thread.
-        cf_node_fields_released(link._ptr)
+        _NodePool.handOff(link._ptr)
     }
 
     /// Runs this node where `hop` (`_RunPolicy.hop`) says: on its queue,
@@ -323,8 +312,8 @@ extension _NodeRef {
     /// reference goes.
     func _arrived(unless: CancelToken) {
         _handle(.hopped(unless: unless))
-        // The thread that sent the hop may keep it (cf_node_pool.h).
-        cf_node_fields_released(c)
+        // The thread that sent the hop may keep it.
+        _NodePool.handOff(c)
         releaseObject()
     }
 }
@@ -358,7 +347,7 @@ extension _Node {
     @inlinable @inline(__always)
     final func _keepCleared() -> Bool {
         if case .inline = _policy {} else { _policy = .inline }
-        return cf_node_pool_keep(_classKey(type(of: self)), _ptr) != 0
+        return _NodePool.put(self)
     }
 }
 

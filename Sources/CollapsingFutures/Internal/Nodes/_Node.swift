@@ -45,7 +45,7 @@ class _Node: @unchecked Sendable {
     }
 
     /// A node with its fields empty: each class's `_make` stores them, in a
-    /// new node or a kept one (`_reused`). Inlinable, as the subclasses'
+    /// new node or a kept one (`_NodePool.take`). Inlinable, as the subclasses'
     /// `init()`, so that a new node's empty fields are known in the caller.
     @inlinable @inline(__always) init() {
         // The list's reference is taken in `_enter`. The core's callback
@@ -83,29 +83,6 @@ class _Node: @unchecked Sendable {
     /// when its class is not kept or the list is full: the caller frees it.
     @usableFromInline func _keep() -> Bool { false }
 
-    /// Whether this thread keeps this node for reuse (tests: a node the
-    /// library no longer needs is freed or kept, holding nothing).
-    final var _isKeptOnThisThread: Bool { cf_node_pool_holds(_ptr) != 0 }
-
-    /// A node of class `T` taken from this thread's free list for it
-    /// (cf_node_pool.h), reinitialised for its next registration, its
-    /// fields cleared when it was kept; nil if there is none.
-    @inlinable @inline(__always)
-    static func _reused<T: _Node>(as _: T.Type) -> T? {
-        guard let c = cf_node_pool_take(_classKey(T.self)) else { return nil }
-        cf_node_init(c)
-        return Unmanaged<T>.fromOpaque(UnsafeRawPointer(c) - _nodeOffset).takeRetainedValue()
-    }
-}
-
-/// The key of a node class's free lists (cf_node_pool.h): its metadata.
-@inlinable @inline(__always)
-func _classKey(_ cls: _Node.Type) -> UnsafeRawPointer {
-    unsafeBitCast(cls, to: UnsafeRawPointer.self)
-}
-
-/// Frees a kept node as its thread exits (cf_node_pool.c).
-@_cdecl("cf_swift_node_free")
-func _nodeFree(_ c: UnsafeMutablePointer<cf_node>) {
-    Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(c) - _nodeOffset).release()
+    /// Whether this thread keeps this node for reuse (tests).
+    final var _isKeptOnThisThread: Bool { _NodePool.holds(self) }
 }

@@ -18,7 +18,7 @@ final class _SinkNode<A: Sendable>: _Node, @unchecked Sendable {
     /// A node for a `thenDo`: a kept one if this thread has one.
     @inlinable @inline(__always)
     static func _make(_ input: Future<A>, _ f: @escaping (A) -> Void, _ step: @escaping Step) -> _SinkNode {
-        let n = _reused(as: _SinkNode.self) ?? _SinkNode()
+        let n = _NodePool.take(_SinkNode.self) ?? _SinkNode()
         n.input = input
         n.f = f
         n.step = step

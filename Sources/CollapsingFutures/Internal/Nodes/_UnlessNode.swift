@@ -34,7 +34,7 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     @inline(__always)
     static func _make(target: _NodeRef, of targetOwner: AnyObject, policy: _RunPolicy, on unlessOwner: AnyObject,
                       removeOnDiscard: Bool) -> _UnlessNode {
-        let n = _reused(as: _UnlessNode.self) ?? _UnlessNode()
+        let n = _NodePool.take(_UnlessNode.self) ?? _UnlessNode()
         n.unlessOwner = unlessOwner
         target.retainObject()
         n.target = target
