@@ -31,7 +31,7 @@ extension Future {
     @inlinable @inline(__always)
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
-        _step(_Function(f), .user(queue: queue), unless: unless) { input, f, out in
+        _StepFuture(from: self, _Function(f), .user(queue: queue), unless: unless) { input, f, out in
             switch input._result {
             case .success: out._trySet(input._result)
             case .failure(let e): out._trySet(Result { try f.call(e) })
@@ -43,7 +43,7 @@ extension Future {
     @inlinable @inline(__always)
     public func `catch`(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                         _ f: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
-        _step(_FutureFunction(f), .user(queue: queue), unless: unless) { input, f, out in
+        _StepFuture(from: self, _FutureFunction(f), .user(queue: queue), unless: unless) { input, f, out in
             switch input._result {
             case .success: out._trySet(input._result)
             case .failure(let e): out._setReturned { try f.call(e) }
@@ -55,7 +55,7 @@ extension Future {
     @inlinable @inline(__always)
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> U) -> Future<U> {
-        _step(_Function(f), .user(queue: queue), unless: unless) { input, f, out in
+        _StepFuture(from: self, _Function(f), .user(queue: queue), unless: unless) { input, f, out in
             out._trySet(Result { try f.call(input) })
         }
     }
@@ -64,7 +64,7 @@ extension Future {
     @inlinable @inline(__always)
     public func finally<U>(on queue: DispatchQueue? = nil, unless: CancelToken = .immortal,
                            _ f: @escaping @Sendable (Future<Value>) throws -> Future<U>) -> Future<U> {
-        _step(_FutureFunction(f), .user(queue: queue), unless: unless) { input, f, out in
+        _StepFuture(from: self, _FutureFunction(f), .user(queue: queue), unless: unless) { input, f, out in
             out._setReturned { try f.call(input) }
         }
     }
@@ -119,8 +119,11 @@ extension Future {
     @inlinable @inline(__always)
     func _then<U>(_ f: @escaping @Sendable (Value) throws -> U, _ registration: _Registration,
                   unless: CancelToken) -> Future<U> {
-        _step(_Function(f), registration, unless: unless) { input, f, out in
-            if let v = input._value(passingFailureTo: out) { out._trySet(Result { try f.call(v) }) }
+        _StepFuture(from: self, _Function(f), registration, unless: unless) { input, f, out in
+            switch input._result {
+            case .success(let v): out._trySet(Result { try f.call(v) })
+            case .failure(let e): out._trySet(.failure(e))
+            }
         }
     }
 
@@ -128,8 +131,11 @@ extension Future {
     @inlinable @inline(__always)
     func _flatThen<U>(_ f: @escaping @Sendable (Value) throws -> Future<U>, _ registration: _Registration,
                       unless: CancelToken) -> Future<U> {
-        _step(_FutureFunction(f), registration, unless: unless) { input, f, out in
-            if let v = input._value(passingFailureTo: out) { out._setReturned { try f.call(v) } }
+        _StepFuture(from: self, _FutureFunction(f), registration, unless: unless) { input, f, out in
+            switch input._result {
+            case .success(let v): out._setReturned { try f.call(v) }
+            case .failure(let e): out._trySet(.failure(e))
+            }
         }
     }
 
@@ -163,9 +169,9 @@ extension Future {
     }
 
     /// The value of this completed future, or nil when it failed: then its
-    /// failure is passed on to `out` (a step's output), here, for every
-    /// step built in specialized (inlinable) code; unspecialized, this
-    /// generic call would look up `out`'s metadata on every run.
+    /// failure is passed on to `out` (a combinator's output). Inlined:
+    /// unspecialized, this generic call would look up `out`'s metadata on
+    /// every run.
     @inlinable @inline(__always)
     func _value<U>(passingFailureTo out: Future<U>) -> Value? {
         switch _result {

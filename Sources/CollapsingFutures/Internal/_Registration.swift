@@ -116,10 +116,11 @@ struct _Registration {
 
 extension _Node {
     /// The one registration path of a `_Node`: registered on the token
-    /// stored in `owner`, as `registration` says, removed by `unless`. What happens is
-    /// `_enter`'s; this part, inlined into the caller, only builds the
-    /// handle, so one the caller discards costs no reference counting. (A
-    /// step's output future registers itself the same way: `Future._step`.)
+    /// stored in `owner`, as `registration` says, removed by `unless`.
+    /// What happens is `_enter`'s; this part, inlined into the caller, only
+    /// builds the handle, so one the caller discards costs no reference
+    /// counting. (A step's output future registers itself through `_enter`
+    /// too, in `_StepFuture.init(from:)`.)
     @inlinable @inline(__always) @discardableResult
     func _register(on owner: AnyObject, _ registration: _Registration,
                    unless: CancelToken = .immortal) -> CancelRegistration {

@@ -26,54 +26,27 @@ final class _StepFuture<R: Sendable>: Future<R>, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline final var _policy = _RunPolicy.inline
     @exclusivity(unchecked) @usableFromInline final var _function: (UInt, UInt) = (0, 0)
 
-    /// A pending step from `input`, whose `step` runs `f` (`Future._step`).
+    /// The one step builder: a step of `then`, `catch` or `finally` from
+    /// `input`, registered on it as `registration` says, removed by
+    /// `unless`. When `input` completes, the step takes the input, `f` and
+    /// itself out of this future's fields, then `run` completes it from
+    /// them; a step that never runs (`input` immortal, or removed by
+    /// `unless`) makes this output follow `unless` (`_failOnUnless`), or
+    /// fails it when `unless` removed it. Inlined into the specialized
+    /// caller, so `run` is a constant there and the step captures nothing.
     @inlinable @inline(__always)
-    init<I, Fn>(input: Future<I>, _ f: __owned Fn, step: _Step) {
+    init<I, Fn>(from input: Future<I>, _ f: __owned Fn, _ registration: _Registration, unless: CancelToken,
+                run: @escaping (_ input: Future<I>, _ f: Fn, _ output: _StepFuture) -> Void) {
         super.init()
         assert(MemoryLayout<Fn>.size == MemoryLayout.size(ofValue: _function), "a step's function is one closure")
         _ = withUnsafeMutablePointer(to: &_function) { UnsafeMutableRawPointer($0).initializeMemory(as: Fn.self, to: f) }
         cf_node_init_in_future(_ptr)
         _targetRef = Unmanaged.passRetained(input).toOpaque()
-        _wordsAddress.initializeMemory(as: _Step.self, to: step)
-        assert(UInt(bitPattern: _ptr) & 15 == 0
-               && { _ptr.pointee.next = _ptr; defer { cf_node_init_in_future(_ptr) }; return _node.next == _ptr }()
-               && UnsafeMutableRawPointer(_NodeRef(_ptr).policy) == withUnsafeMutablePointer(to: &_policy) { UnsafeMutableRawPointer($0) }
-               && _wordsAddress == _object + _futureWordsOffset,
-               "a step future's cf_node must follow Future's fields, 16-byte aligned, and its run policy the cf_node")
-    }
-
-    @inlinable @inline(__always)
-    var _object: UnsafeMutableRawPointer { UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
-
-    @inlinable @inline(__always)
-    var _ptr: UnsafeMutablePointer<cf_node> { (_object + _futureNodeOffset).assumingMemoryBound(to: cf_node.self) }
-
-    /// Registers this step on the token stored in `owner` (its input), as
-    /// `registration` says, removed by `unless`. No handle: only its
-    /// `unless` link removes a step.
-    @inlinable @inline(__always)
-    func _register(on owner: AnyObject, _ registration: _Registration, unless: CancelToken) {
-        _ = _NodeRef(_ptr)._enter(owner, registration, unless: unless)
-    }
-}
-
-extension Future {
-    /// The one step builder: a step of `then`, `catch` or `finally` from
-    /// this future, registered as `registration` says, removed by `unless`. When this future
-    /// completes, the step takes the input, `f` and itself out of the step
-    /// future's fields, then `run` completes it from them; a step that
-    /// never runs (this future immortal, or removed by `unless`) makes its
-    /// output follow `unless` (`_failOnUnless`), or fails it when `unless`
-    /// removed it. Inlined into the specialized caller, so `run` is a
-    /// constant there and the step captures nothing.
-    @inlinable @inline(__always)
-    func _step<U, Fn>(_ f: __owned Fn, _ registration: _Registration, unless: CancelToken,
-                      _ run: @escaping (_ input: Future, _ f: Fn, _ output: _StepFuture<U>) -> Void) -> Future<U> {
-        let out = _StepFuture<U>(input: self, f, step: _Step { object, action in
-            let me = Unmanaged<_StepFuture<U>>.fromOpaque(object).takeUnretainedValue()
+        _wordsAddress.initializeMemory(as: _Step.self, to: _Step { object, action in
+            let me = Unmanaged<_StepFuture>.fromOpaque(object).takeUnretainedValue()
             me._wordsAddress.assumingMemoryBound(to: _Step.self).deinitialize(count: 1)
             me._words = (0, 0)
-            let input = Unmanaged<Future>.fromOpaque(me._targetRef.unsafelyUnwrapped).takeRetainedValue()
+            let input = Unmanaged<Future<I>>.fromOpaque(me._targetRef.unsafelyUnwrapped).takeRetainedValue()
             me._targetRef = nil
             let f = withUnsafeMutablePointer(to: &me._function) { UnsafeMutableRawPointer($0).assumingMemoryBound(to: Fn.self).move() }
             me._function = (0, 0)
@@ -83,9 +56,20 @@ extension Future {
             case .remove(let byUnless): if byUnless { me._failCancelled() }
             }
         })
-        out._register(on: self, registration, unless: unless)
-        return out
+        assert(UInt(bitPattern: _ptr) & 15 == 0
+               && { _ptr.pointee.next = _ptr; defer { cf_node_init_in_future(_ptr) }; return _node.next == _ptr }()
+               && UnsafeMutableRawPointer(_NodeRef(_ptr).policy) == withUnsafeMutablePointer(to: &_policy) { UnsafeMutableRawPointer($0) }
+               && _wordsAddress == _object + _futureWordsOffset,
+               "a step future's cf_node must follow Future's fields, 16-byte aligned, and its run policy the cf_node")
+        // No handle: only its `unless` link removes a step.
+        _ = _NodeRef(_ptr)._enter(input, registration, unless: unless)
     }
+
+    @inlinable @inline(__always)
+    var _object: UnsafeMutableRawPointer { UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
+
+    @inlinable @inline(__always)
+    var _ptr: UnsafeMutablePointer<cf_node> { (_object + _futureNodeOffset).assumingMemoryBound(to: cf_node.self) }
 }
 
 /// A step future's step (`_StepFuture`): performs an action on the step
