@@ -30,10 +30,12 @@ test-tsan: deps
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/lsan.supp $(SWIFT) test $(TRAITS) --sanitize=address --scratch-path .build-asan
 
-# Also draws this run's ratios as .build/ratios.svg (untracked: a run leaves
-# the working tree clean).
+# Prints the report and keeps it as .build/bench-report.md, with the ratios
+# drawn as .build/ratios.svg (untracked: a run leaves the working tree clean).
 bench: deps
-	$(SWIFT) run -c release benchmarks --svg .build/ratios.svg
+	$(SWIFT) run -c release benchmarks --svg .build/ratios.svg > .build/bench-report.md; \
+	status=$$?; cat .build/bench-report.md; \
+	echo "make bench: report in .build/bench-report.md, chart in .build/ratios.svg"; exit $$status
 
 # A run that redraws the committed chart, Benchmarks/ratios.svg: commit it
 # with the figures Benchmarks/README.md gives from the same run.
