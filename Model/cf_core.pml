@@ -1080,7 +1080,7 @@ setf_walk: skip;
   :: cur != opa && wph == 1 -> skip
   fi;
 #ifndef CYCLE_PROTO
-  d_step {                                                    /* _FlattenNode(output: self, target: end)._register(on: end, inline: true) */
+  d_step {                                                    /* _FlattenNode(output: self, target: end)._register(on: end, .library) */
     tok[opa + 1] = cur;
     rt_n = opa + 1; rt_ret = 2;
     cur = 0; tort = 0; pw = 0; lam = 0; cl = 0; tg = 0; wph = 0
