@@ -49,17 +49,24 @@ struct MemoryProbe: Sendable {
     /// Runs this probe in a fresh process (`quick` as the parent was run);
     /// resident bytes grown per item, NaN if the child failed.
     func measureInChild(quick: Bool) -> Double {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        p.arguments = ["--memory-probe", id] + (quick ? ["--quick"] : [])
-        let out = Pipe()
-        p.standardOutput = out
-        guard (try? p.run()) != nil else { return .nan }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let grown = Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
-        return p.terminationStatus == 0 && grown >= 0 ? Double(grown) / Double(items) : .nan
+        let out = childOutput(["--memory-probe", id] + (quick ? ["--quick"] : []))
+        let grown = out.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? -1
+        return grown >= 0 ? Double(grown) / Double(items) : .nan
     }
+}
+
+/// Runs this executable again with `arguments`, in a fresh process: what it
+/// prints, or nil if it could not start or did not exit with 0.
+func childOutput(_ arguments: [String]) -> String? {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    p.arguments = arguments
+    let out = Pipe()
+    p.standardOutput = out
+    guard (try? p.run()) != nil else { return nil }
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return p.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
 }
 
 /// Resident memory now (/proc/self/statm: size resident shared ..., in pages).

@@ -354,16 +354,9 @@ if let name = floorScenario {
 /// Measures `s`'s C floor in a child process (`--c-floor`); nil if the
 /// child failed.
 @MainActor func measureFloorInChild(_ s: Scenario) -> Figure? {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    p.arguments = ["--c-floor", s.name] + (quick ? ["--quick"] : [])
-    let out = Pipe()
-    p.standardOutput = out
-    guard (try? p.run()) != nil else { return nil }
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    let v = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
-    guard p.terminationStatus == 0, v.count == 4 else { return nil }
+    guard let out = childOutput(["--c-floor", s.name] + (quick ? ["--quick"] : [])) else { return nil }
+    let v = out.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+    guard v.count == 4 else { return nil }
     return Figure(scenario: s.name, impl: "c-floor", median: v[0], min: v[1], max: v[2], allocs: v[3])
 }
 
