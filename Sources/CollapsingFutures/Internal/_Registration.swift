@@ -6,11 +6,13 @@ import CCollapsingFutures
 import Dispatch
 
 /// How a node is registered: the threading it runs under, and what the
-/// registration path may shortcut. Only the presets build one, so a
-/// combination that means nothing (a queue for the library's bookkeeping,
-/// the main actor and a queue) cannot be written. A trivial value (the
-/// queue is borrowed from the caller for the call): building one costs no
-/// reference counting. The `unless:` token goes beside it, borrowed too.
+/// registration path may shortcut. Callers take one of the presets, which
+/// name every combination that means something (there is none for a queue
+/// with the library's bookkeeping, or the main actor with a queue); the
+/// initializer is internal only because the inlinable presets call it. A
+/// trivial value (the queue is borrowed from the caller for the call):
+/// building one costs no reference counting. The `unless:` token goes
+/// beside it, borrowed too.
 @usableFromInline @frozen
 struct _Registration {
     /// The threading, which `_enter` records as the node's run policy.

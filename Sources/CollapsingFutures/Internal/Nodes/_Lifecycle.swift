@@ -264,7 +264,6 @@ extension _NodeRef {
         guard !inFuture else { return }
         let o = object(inFuture: false)
         guard cf_is_only_reference(o) != 0 else { return }
-        // Kept with a reference of its own, which the caller's release leaves.
         retainObject()
         if !_NodePool.keep(c, object: o) { releaseObject() }
     }

@@ -7,7 +7,7 @@
 // (`cf_is_only_reference`, the Swift runtime's count). That count crosses
 // threads in a way TSan cannot see: so each holder other than the list
 // says when it is done with a node (`handOff`), and keeping it says it
-// takes the node over (`keepIfDead`).
+// takes the node over (`keep`).
 import CCollapsingFutures
 
 @usableFromInline
