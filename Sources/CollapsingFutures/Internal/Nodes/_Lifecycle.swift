@@ -168,7 +168,9 @@ extension _NodeRef {
             // settled first it already removed the link, which then sits in
             // the list as a removed node, counted, until cleanup or settle
             // unlinks it.
-            if let link { _ = _NodeRef(link._ptr)._enter(unless._owner.unsafelyUnwrapped, .unlessLink, unless: .immortal) }
+            // `link` is held across its registration: once this node is
+            // listed, its settler may drop the policy's reference to it.
+            if let link { withExtendedLifetime(link) { _ = _NodeRef(link._ptr)._enter(unless._owner.unsafelyUnwrapped, .unlessLink, unless: .immortal) } }
             return r
         }
         releaseObject()
@@ -366,5 +368,9 @@ func _inline(_ body: () -> Void) {
 /// handlers where it is called. The driver never runs user code.
 func _runOffTheDriver(_ work: @escaping @Sendable () -> Void) {
     guard cf_wheel_on_driver_thread() != 0 else { return work() }
-    _NodeRef(_HandlerNode._make(work)._ptr)._runAfterHop(to: .completingThread, unless: .immortal)
+    // A raw `_NodeRef` does not hold its object, and Swift ends a value's
+    // life after its last use: `node` is held until the hop has taken its
+    // own reference.
+    let node = _HandlerNode._make(work)
+    withExtendedLifetime(node) { _NodeRef(node._ptr)._runAfterHop(to: .completingThread, unless: .immortal) }
 }

@@ -10,6 +10,13 @@
 // In both the run policy is the stored property right after the `cf_node`.
 // So one registration path (`_enter`) and one lifecycle (`_handle`) serve
 // both, and only the action at the end (`perform`) asks which kind it is.
+//
+// A `_NodeRef` is a raw pointer and holds nothing, and Swift ends an
+// object's life after its last use, which may be the read of its `cf_node`:
+// whoever makes one from an object holds that object until the receiver has
+// a reference of its own (`retainObject`). A node's own method may, as its
+// `self` is held for the call; any other code keeps the object in
+// `withExtendedLifetime`.
 import CCollapsingFutures
 import Dispatch
 
