@@ -44,7 +44,9 @@ extension CancelTokenSource {
     /// earliest deadline, so a million pending deadlines cost what a
     /// thousand do per operation.
     /// Every timer of the library (`delayed`, `withTimeout`, `timeout`,
-    /// `retrying`) is such a deadline.
+    /// `retrying`) is such a deadline. What its token cancels releases
+    /// what it holds at once; the nodes stay linked no longer than
+    /// <doc:Threading#What-a-registration-holds-once-it-stops-mattering> bounds.
     public convenience init(cancellingAfter duration: Duration) {
         _Delay.check(duration, "duration", of: "CancelTokenSource(cancellingAfter:)")
         self.init(_storage: Self._wheelStorage(after: duration, suspending: false))

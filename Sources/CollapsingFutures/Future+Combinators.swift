@@ -26,6 +26,9 @@ extension Future {
     /// `withTimeout` checks a zero timeout). A delay of 100 years or more
     /// never fires: the result is immortal unless `unless` can still cancel
     /// it. A negative delay is a programming error.
+    /// Its registrations release what they hold the moment they stop
+    /// mattering; their nodes stay linked no longer than
+    /// <doc:Threading#What-a-registration-holds-once-it-stops-mattering> bounds.
     /// `clock` measures the delay: `ContinuousClock` by default; a
     /// `SuspendingClock`, or any other clock (a test's, which the test
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
@@ -67,6 +70,9 @@ extension Future {
     /// - A timeout of 100 years or more never fires. If the operation's
     ///   future is immortal and neither the timer nor `until` can fire, the
     ///   result is immortal.
+    /// Its registrations release what they hold the moment they stop
+    /// mattering; their nodes stay linked no longer than
+    /// <doc:Threading#What-a-registration-holds-once-it-stops-mattering> bounds.
     /// `clock` measures the timeout: `ContinuousClock` by default; a
     /// `SuspendingClock`, or any other clock (a test's, which the test
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
@@ -153,6 +159,9 @@ extension Future {
     /// - The operation's token is cancelled, if at all, before its answer is
     ///   delivered: after that neither the timer (even one that fired as it
     ///   answered) nor `unless` cancels it.
+    /// Its registrations release what they hold the moment they stop
+    /// mattering; their nodes stay linked no longer than
+    /// <doc:Threading#What-a-registration-holds-once-it-stops-mattering> bounds.
     /// `clock` measures the timeout: `ContinuousClock` by default; a
     /// `SuspendingClock`, or any other clock (a test's, which the test
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
@@ -356,6 +365,9 @@ extension Future {
     /// that grow past 100 years never fire. Negative `maxTries` or
     /// `baseTimeout`, and a `backoff` that is negative, infinite or NaN, are
     /// programming errors (stopped at once, with a message).
+    /// Its registrations release what they hold the moment they stop
+    /// mattering; their nodes stay linked no longer than
+    /// <doc:Threading#What-a-registration-holds-once-it-stops-mattering> bounds.
     /// `clock` measures the timeouts: `ContinuousClock` by default; a
     /// `SuspendingClock`, or any other clock (a test's, which the test
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
@@ -431,6 +443,9 @@ extension Future {
     ///   Negative `maxTries` or `delay`, and a `backoff` that is negative,
     ///   infinite or NaN, are programming errors (stopped at once, with a
     ///   message).
+    /// Its registrations release what they hold the moment they stop
+    /// mattering; their nodes stay linked no longer than
+    /// <doc:Threading#What-a-registration-holds-once-it-stops-mattering> bounds.
     /// `clock` measures the waits: `ContinuousClock` by default; a
     /// `SuspendingClock`, or any other clock (a test's, which the test
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
