@@ -139,6 +139,57 @@ enum CombinatorRecord {
     case flatThenFresh(a: Int, b: Int, c: Int, viaFinally: Bool, unless: Int?, ran: Cell, out: Future<Int>)
 }
 
+/// A Task bound to a token (op 11): `Future(until:)`, `Task(until:)`,
+/// `withCancelToken` inside `Future(until:)`, or `sequence.until`, whose
+/// operation awaits pool future `input`. The token is a pool token, or a
+/// deadline on the continuous clock (the timer driver fires it, and hands
+/// the Task's cancel to the firing pool), alone or in `any` with a pool
+/// token. `out` ends with the operation's outcome; `runs` counts its runs.
+struct TaskBindingRecord {
+    let kind: String
+    let input: Int
+    let token: CancelToken
+    /// The deadline source, held until the checks.
+    let deadline: CancelTokenSource?
+    let runs: Cell
+    let out: Future<Int>
+}
+
+/// Binds a Task to `token` (`kind` 0...3), its operation awaiting `input`
+/// and capturing `cap`.
+func bindTask(_ kind: Int, to token: CancelToken, awaiting input: Future<Int>, capturing cap: Captured,
+              runs: Cell) -> (String, Future<Int>) {
+    switch kind {
+    case 0:
+        return ("Future(until:)", Future(until: token) { _ = cap; runs.add(); return try await input.get() })
+    case 1:
+        let s = FutureSource<Int>()
+        Task(until: token) {
+            _ = cap; runs.add()
+            do { s.trySetResult(try await input.get()) } catch { s.trySetFailure(error) }
+        }
+        return ("Task(until:)", s.future)
+    case 2:
+        return ("withCancelToken", Future(until: token) {
+            try await withCancelToken { t in _ = cap; runs.add(); return try await Future(until: t) { try await input.get() }.get() }
+        })
+    default:
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        Task {
+            if let v = try? await input.get() { continuation.yield(v) }
+            continuation.finish()
+        }
+        return ("sequence.until", Future {
+            _ = cap; runs.add()
+            var last: Int?
+            for await v in stream.until(token) { last = v }
+            if let last { return last }
+            if token.isCancelled { throw CancellationError() }
+            throw FutureError.immortal
+        })
+    }
+}
+
 /// Interprets one program. Throws `FuzzFailure` on a violated invariant.
 public func runProgram(_ data: [UInt8]) throws {
     let d = Deinits()
@@ -240,6 +291,7 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     let thenLog = Locked<[ThenRecord]>([])
     let flattenLog = Locked<[(Int, Int, Bool)]>([])
     let deadlineLog = Locked<[DeadlineRecord]>([])
+    let taskLog = Locked<[TaskBindingRecord]>([])
     // The deadlines' clock: time moves only by the program's advances (op
     // 18, variant 1) and the final one, never by waiting.
     let clock = ManualClock()
@@ -326,6 +378,17 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
             case 10:        // drop a future source: unset -> immortal
                 let fi = a % nFutures
                 if fi % threads == me { fboxes[fi].source = nil }
+            case 11:        // a Task bound to a pool token, a deadline, or any of both (b: kind, a: token)
+                let fi = (a >> 3) % nFutures, runs = Cell(0)
+                var deadline: CancelTokenSource?
+                var token = tokensC[ti]
+                if variant == 1 {
+                    let d = CancelTokenSource(cancellingAfter: [.zero, .microseconds(1), .microseconds(200), .milliseconds(1)][b >> 2 & 3])
+                    deadline = d
+                    token = b & 16 == 0 ? d.token : .any(d.token, token)
+                }
+                let (kind, out) = bindTask(b % 4, to: token, awaiting: futures[fi], capturing: Captured(d), runs: runs)
+                taskLog.withLock { $0.append(TaskBindingRecord(kind: kind, input: fi, token: token, deadline: deadline, runs: runs, out: out)) }
             case 12:        // a handler that cancels another token (nested settle, drain order)
                 let target = boxesC[ui]   // the box, not the source: it may be dropped meanwhile
                 let rec = HandlerRecord(token: ti, unless: nil, thread: me, async: false, registeredAt: now)
@@ -535,6 +598,21 @@ private func runScoped(_ data: [UInt8], _ d: Deinits, _ queue: DispatchQueue) th
     // Every input is now completed or immortal, every token settled: every
     // combinator output must be too (none may hang), and follow its inputs.
     func value(_ f: Future<Int>) -> Int? { f.result.flatMap { try? $0.get() } }
+
+    // A Task-bound operation ends (its Task does) with its input's outcome,
+    // or with CancellationError once its token is cancelled; never twice.
+    for r in taskLog.withLock({ $0 }) {
+        let input = futures[r.input]
+        if r.deadline != nil && !eventually({ r.token.isCancelled }) { throw fail("\(r.kind): a deadline never fired") }
+        if !eventually({ !r.out.isIncomplete }) { throw fail("\(r.kind) still \(r.out.state), its input \(input), token \(r.token.state)") }
+        if r.runs.load() > 1 { throw fail("\(r.kind) ran its operation \(r.runs.load()) times") }
+        let follows = input.hasResult ? value(r.out) == value(input) : r.out.hasFailed && !r.out.hasFailedWithCancel
+        if r.out.hasFailedWithCancel {
+            if !r.token.isCancelled { throw fail("\(r.kind) failed with CancellationError, its token is \(r.token.state)") }
+        } else if !follows {
+            throw fail("\(r.kind) is \(r.out), its input \(input), token \(r.token.state)")
+        }
+    }
     for c in combinatorLog.withLock({ $0 }) {
         switch c {
         case let .all(a, b, u, out):
