@@ -154,7 +154,7 @@ let package = Package(
         // Replays every committed fuzz corpus file through the interpreter.
         .testTarget(
             name: "FuzzReplayTests",
-            dependencies: ["FuzzKit"],
+            dependencies: ["FuzzKit", "TestSupport"],
             path: "Tests/Fuzz/ReplayTests"
         ),
         // Properties of the lock-free core only (list memory under churn).

@@ -1,7 +1,9 @@
 // A Task bound to a token that a deadline cancels: the timer driver hands
 // the task's cancel to the firing pool, which must find the node it runs
 // alive. Each case loops, one operation at a time, so that freed and
-// reused nodes meet the hop (the way it failed: a use after free).
+// reused nodes meet the hop (the way it failed: a use after free). The
+// loops block their thread, so they run off Swift's cooperative pool, which
+// the bound Tasks need.
 import CollapsingFutures
 import Foundation
 import Testing
@@ -31,8 +33,8 @@ import TestSupport
         }
     }
 
-    @Test func futureUntilADeadlineOffTheMainThread() {
-        onThreads(1) { _ in
+    @Test func futureUntilADeadlineOffTheMainThread() async throws {
+        try await offThePool {
             Self.expectEveryRunCancelled {
                 let deadline = CancelTokenSource(cancellingAfter: .milliseconds(1))
                 return withExtendedLifetime(deadline) { Self.futureUntil(deadline.token) }
@@ -40,8 +42,8 @@ import TestSupport
         }
     }
 
-    @Test func taskUntilADeadline() {
-        onThreads(1) { _ in
+    @Test func taskUntilADeadline() async throws {
+        try await offThePool {
             Self.expectEveryRunCancelled {
                 let deadline = CancelTokenSource(cancellingAfter: .milliseconds(1))
                 let ended = FutureSource<Int>()
@@ -53,8 +55,8 @@ import TestSupport
         }
     }
 
-    @Test func futureUntilASuspendingClockDeadline() {
-        onThreads(1) { _ in
+    @Test func futureUntilASuspendingClockDeadline() async throws {
+        try await offThePool {
             Self.expectEveryRunCancelled {
                 let deadline = CancelTokenSource(cancellingAfter: .milliseconds(1), clock: SuspendingClock())
                 return withExtendedLifetime(deadline) { Self.futureUntil(deadline.token) }
@@ -62,8 +64,8 @@ import TestSupport
         }
     }
 
-    @Test func futureUntilAnyOfADeadline() {
-        onThreads(1) { _ in
+    @Test func futureUntilAnyOfADeadline() async throws {
+        try await offThePool {
             let other = CancelTokenSource()
             Self.expectEveryRunCancelled {
                 let deadline = CancelTokenSource(cancellingAfter: .milliseconds(1))
@@ -73,8 +75,8 @@ import TestSupport
         }
     }
 
-    @Test func sequenceUntilADeadline() {
-        onThreads(1) { _ in
+    @Test func sequenceUntilADeadline() async throws {
+        try await offThePool {
             Self.expectEveryRunCancelled {
                 let deadline = CancelTokenSource(cancellingAfter: .milliseconds(1))
                 let (stream, continuation) = AsyncStream<Int>.makeStream()

@@ -60,3 +60,14 @@ public func eventually(within: Duration = patience, _ condition: () -> Bool) -> 
     }
     return true
 }
+
+/// Runs `body` on a thread of its own and awaits it without blocking the
+/// caller's: for a test that blocks while Tasks it starts must run. Swift's
+/// cooperative pool has one thread per core, and tests run on it in
+/// parallel: two that block on a 2-core machine leave those Tasks no
+/// thread.
+public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { c in
+        Thread.detachNewThread { c.resume(with: Result { try body() }) }
+    }
+}
