@@ -289,9 +289,13 @@ extension _NodeRef {
     private func _releaseUnlessLink(removingIt: Bool) {
         guard case .linked(let link) = policy.pointee else { return }
         policy.pointee = .unlinked
-        if removingIt { link._removeFromUnless() } else { link._dropTarget() }
-        // Read (and, removing it, written) here; kept by its list's thread.
-        _NodePool.handOff(link._ptr)
+        // `link` may now be the link's last reference: held until its
+        // hand-off, which names its address.
+        withExtendedLifetime(link) {
+            if removingIt { link._removeFromUnless() } else { link._dropTarget() }
+            // Read (and, removing it, written) here; kept by its list's thread.
+            _NodePool.handOff(link._ptr)
+        }
     }
 
     /// Runs this node where `hop` (`_RunPolicy.hop`) says: on its queue,
