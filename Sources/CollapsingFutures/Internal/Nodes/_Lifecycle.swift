@@ -168,8 +168,9 @@ extension _NodeRef {
             // settled first it already removed the link, which then sits in
             // the list as a removed node, counted, until cleanup or settle
             // unlinks it.
-            // `link` is held across its registration: once this node is
-            // listed, its settler may drop the policy's reference to it.
+            // `link` is held until its registration has taken the list's
+            // reference: once this node is listed, its settler may drop
+            // the policy's reference to it.
             if let link { withExtendedLifetime(link) { _ = _NodeRef(link._ptr)._enter(unless._owner.unsafelyUnwrapped, .unlessLink, unless: .immortal) } }
             return r
         }
@@ -289,13 +290,9 @@ extension _NodeRef {
     private func _releaseUnlessLink(removingIt: Bool) {
         guard case .linked(let link) = policy.pointee else { return }
         policy.pointee = .unlinked
-        // `link` may now be the link's last reference: held until its
-        // hand-off, which names its address.
-        withExtendedLifetime(link) {
-            if removingIt { link._removeFromUnless() } else { link._dropTarget() }
-            // Read (and, removing it, written) here; kept by its list's thread.
-            _NodePool.handOff(link._ptr)
-        }
+        // Each hands the link off (its list's thread may keep it) as its
+        // last step, while the call holds it.
+        if removingIt { link._removeFromUnless() } else { link._dropTarget() }
     }
 
     /// Runs this node where `hop` (`_RunPolicy.hop`) says: on its queue,

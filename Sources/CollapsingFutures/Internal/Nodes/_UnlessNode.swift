@@ -58,8 +58,12 @@ final class _UnlessNode: _Node, @unchecked Sendable {
 
     /// Lets the target go without an event: the target settled and this
     /// link was never pushed (its registering thread alone holds it), or
-    /// this link fired and has let it go already.
-    func _dropTarget() { _releaseTarget(removing: false, byUnless: false) }
+    /// this link fired and has let it go already. Then hands this link
+    /// off: its list's thread may keep it.
+    func _dropTarget() {
+        _releaseTarget(removing: false, byUnless: false)
+        _NodePool.handOff(_ptr)
+    }
     /// `target` is nil (running, discarding and removing each drop it);
     /// the `unless` token's owner (still held when the link ran or was
     /// discarded) and the threading go.
@@ -70,8 +74,10 @@ final class _UnlessNode: _Node, @unchecked Sendable {
     }
 
     /// Removes this link from its `unless` token: its node settled first.
+    /// Hands this link off as its last step (`_removeNode` does, when it
+    /// runs), as `_dropTarget` does: its list's thread may keep it.
     func _removeFromUnless() {
-        guard let uo = unlessOwner.take() else { return }
+        guard let uo = unlessOwner.take() else { return _NodePool.handOff(_ptr) }
         _ = _removeNode(_NodeRef(_ptr), from: uo, byUnless: false)
     }
 }
