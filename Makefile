@@ -90,6 +90,18 @@ STRESS_SECONDS ?= 300
 stress: deps
 	CF_STRESS_SECONDS=$(STRESS_SECONDS) $(SWIFT) test $(TRAITS) --sanitize=thread --scratch-path .build-tsan --filter Stress
 
+# ---- budgets -------------------------------------------------------------------
+# Instructions (callgrind) and allocations (the interposer) per operation of
+# the key scenarios, in a stripped release build, against
+# Benchmarks/budgets.tsv (installs valgrind when missing): fails on 2% more
+# instructions or any more allocations. `budget-update` writes the measured
+# figures into the file (Benchmarks/budget.sh says when to).
+.PHONY: budget budget-update
+budget: deps
+	bash Benchmarks/budget.sh
+budget-update: deps
+	bash Benchmarks/budget.sh --update
+
 # ---- documentation ----------------------------------------------------------
 .PHONY: docs
 docs: deps

@@ -91,3 +91,18 @@ void cfb_churn(cf_token *t, long iterations) {
         if (n) cf_node_remove(t, n);
     }
 }
+
+// The floor's wheel: its driver frees each entry it hands back (a cancelled
+// entry is dropped; none fires within its 30 s).
+static void floor_deadline_free(cf_deadline *d, int event) { (void)event; __libc_free(d); }
+
+void cfb_deadline_arm_cancel(long iterations) {
+    static cf_wheel *wheel;
+    if (wheel == NULL) wheel = cf_wheel_create(floor_deadline_free, CF_CLOCK_CONTINUOUS);
+    if (wheel == NULL) abort();
+    for (long i = 0; i < iterations; i++) {
+        cf_deadline *d = malloc(sizeof(cf_deadline));
+        cf_deadline_arm(wheel, d, 30ull * 1000 * 1000 * 1000);
+        cf_deadline_cancel(wheel, d);
+    }
+}

@@ -4,6 +4,7 @@
 // group racing the operation with `Task.sleep`; Dispatch: a bare
 // `DispatchSourceTimer` created, scheduled, activated and cancelled.
 import BenchKit
+import CBenchSupport
 import CollapsingFutures
 import Dispatch
 import Foundation
@@ -126,7 +127,7 @@ func deadlineScenarios(quick: Bool) -> [Scenario] {
                  summary: "CancelTokenSource(cancellingAfter: 30 s) created and released; dispatch-timer: makeTimerSource + schedule + activate + cancel; nio-loop: scheduleTask + cancel on its loop",
                  opsPerIteration: 1, iterations: 200_000,
                  bodies: ["lockfree": deadlineSourceCreated, "dispatch-timer": dispatchTimerCreated,
-                          "nio-loop": nioScheduleCancelled]),
+                          "nio-loop": nioScheduleCancelled, "c-floor": { it in cfb_deadline_arm_cancel(it) }]),
         Scenario(name: "request: timeout + 3 thens",
                  summary: "withTimeout(30 s) around a pending future, three thens, then set; nio-loop: promise + scheduleTask + three maps, on its loop",
                  opsPerIteration: 1, iterations: 200_000,

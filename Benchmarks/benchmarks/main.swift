@@ -1,4 +1,5 @@
 // swift run -c release benchmarks [--quick] [--format json] [--filter SUBSTRING] [--impl NAME] [--svg PATH]
+//                                  [--count SCENARIO IMPL ITERATIONS]
 //
 // One run compares, per scenario: `lockfree` (CollapsingFutures), the same
 // API under a lock per token (`dispatch-lock`: serial DispatchQueue as the
@@ -31,6 +32,8 @@ import Synchronization
 
 var quick = false, json = false, filter: String?, implFilter: String?, memoryProbe: String?, svgPath: String?
 var floorScenario: String?
+/// `--count`: one body run for a fixed count (`make budget`).
+var countRun: (scenario: String, impl: String, iterations: Int)?
 do {
     var args = CommandLine.arguments.dropFirst()
     while let a = args.popFirst() {
@@ -42,8 +45,12 @@ do {
         case "--memory-probe": memoryProbe = args.popFirst()
         case "--c-floor": floorScenario = args.popFirst()
         case "--svg": svgPath = args.popFirst()
+        case "--count":
+            guard let s = args.popFirst(), let i = args.popFirst(), let n = args.popFirst().flatMap({ Int($0) }) else { exit(2) }
+            countRun = (s, i, n)
         case "-h", "--help":
             print("usage: benchmarks [--quick] [--format text|json] [--filter SCENARIO-SUBSTRING] [--impl NAME] [--svg PATH]")
+            print("       benchmarks --count SCENARIO IMPL ITERATIONS")
             exit(0)
         default:
             FileHandle.standardError.write("unknown argument \(a)\n".data(using: .utf8)!)
@@ -61,7 +68,7 @@ if let id = memoryProbe {
 
 // A child process measuring one scenario's C floor: the core's callbacks are
 // the floor's here, given before any token is used.
-if floorScenario != nil { cfb_floor_use() }
+if floorScenario != nil || countRun?.impl == "c-floor" { cfb_floor_use() }
 
 // glibc skips atomics while a process has a single thread: keep a second one alive.
 let keepAlive = DispatchSemaphore(value: 0)
@@ -343,6 +350,21 @@ scenarios.append(Scenario(name: "all x1000", summary: "Future.all over 1,000 fut
 scenarios += deadlineScenarios(quick: quick)
 scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrency: Task create + cancel + await (reference)",
                           opsPerIteration: 1, iterations: 20_000, bodies: ["swift-concurrency": taskCreateCancel]))
+
+// `--count SCENARIO IMPL N`: that body for N iterations after a warm-up of
+// fixed size; prints the operations run and the allocations they made
+// (the interposer). `make budget` runs it under callgrind at two counts:
+// the process's start, the set-up and the warm-up cancel out of the
+// difference, which leaves the instructions of the operations alone.
+if let run = countRun {
+    guard let s = scenarios.first(where: { $0.name == run.scenario }), let body = s.bodies[run.impl] else { exit(2) }
+    body(max(1, min(1_000, s.iterations / 10)))
+    cfb_count_allocs(1)
+    body(run.iterations)
+    cfb_count_allocs(0)
+    print(run.iterations * s.opsPerIteration, cfb_alloc_count())
+    exit(0)
+}
 
 if let name = floorScenario {
     guard let s = scenarios.first(where: { $0.name == name }), let body = s.bodies["c-floor"] else { exit(2) }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cf_core.h"
+#include "cf_wheel.h"
 
 #pragma clang assume_nonnull begin
 
@@ -29,6 +30,10 @@ cf_node *_Nullable cfb_register_noop(cf_token *t);
 void cfb_register_cancel(int n);
 /// Registers and removes one no-op handler `iterations` times on `t`.
 void cfb_churn(cf_token *t, long iterations);
+/// Arms a 30 s deadline in a malloc'd entry and cancels it, `iterations`
+/// times, on a wheel of the floor's own whose driver frees each entry it
+/// drops: a deadline source's work in the core.
+void cfb_deadline_arm_cancel(long iterations);
 
 #pragma clang assume_nonnull end
 #endif
