@@ -123,7 +123,6 @@ extension _NodeRef {
         // Its own word, and the root's only when that one is linked: the
         // common path loads once. A link made after this load is met by
         // the push.
-        for _ in 0..<8 { _ = cf_token_load(_ownTokenPtr(owner)) }   // planted slowdown
         var w = registration.reachable ? 0 : cf_token_load(_ownTokenPtr(owner))
         if _slowPath(w & UInt(CF_W_LINKED) != 0) { w = cf_token_load(_tokenPtr(owner)) }
         let queues = registration.queuesBehindStartedWork
