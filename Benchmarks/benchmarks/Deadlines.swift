@@ -54,6 +54,14 @@ func lockfreeTimeoutAnswered(thens: Int) -> Body {
     }
 }
 
+/// Ours: `withTimeout` whose operation returns a completed future (a cache hit).
+func lockfreeTimeoutCompleted(_ it: Int) {
+    for i in 0..<it {
+        let f = Future<Int>.withTimeout(benchTimeout) { _ in .succeeded(i) }
+        precondition(f.hasResult)
+    }
+}
+
 func lockfreeFutureTimeout(_ it: Int) {
     for i in 0..<it {
         let s = FutureSource<Int>()
@@ -117,6 +125,11 @@ func deadlineScenarios(quick: Bool) -> [Scenario] {
                  summary: "withTimeout(30 s) around a pending future that is then set; nio-loop: promise + scheduleTask, cancelled on completion, on its loop; swift-concurrency: task-group race with Task.sleep",
                  opsPerIteration: 1, iterations: 200_000,
                  bodies: ["lockfree": lockfreeTimeoutAnswered(thens: 0), "nio-loop": nioTimeoutAnswered(extraMaps: 0),
+                          "swift-concurrency": taskGroupTimeout]),
+        Scenario(name: "timeout, operation already complete",
+                 summary: "withTimeout(30 s) whose operation returns a completed future (a cache hit); nio-loop and swift-concurrency as above (their result is there at once)",
+                 opsPerIteration: 1, iterations: 200_000,
+                 bodies: ["lockfree": lockfreeTimeoutCompleted, "nio-loop": nioTimeoutAnswered(extraMaps: 0),
                           "swift-concurrency": taskGroupTimeout]),
         Scenario(name: "timeout(_:) on a pending future",
                  summary: "future.timeout(30 s), then the future set; nio-loop and swift-concurrency as above",

@@ -165,17 +165,24 @@ extension Future {
     /// `clock` measures the timeout: `ContinuousClock` by default; a
     /// `SuspendingClock`, or any other clock (a test's, which the test
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
+    @inlinable
     public static func withTimeout(_ timeout: Duration, unless: CancelToken = .immortal,
                                    clock: some Clock<Duration> = ContinuousClock(),
                                    _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
-        _withTimeout(timeout, unless: unless, clock: _TimerClock(clock), operation)
+        _withTimeout(timeout, unless: unless, clock: _TimerClock(clock), operation) {
+            _UnlessTimeout(timeout: timeout, unless: unless, output: Future())
+        }
     }
 
-    /// `withTimeout(_:unless:clock:_:)`, on a clock of erased type (`_TimerClock`).
+    /// `withTimeout(_:unless:clock:_:)`, on a clock of erased type
+    /// (`_TimerClock`), with its node made by the caller's specialized
+    /// code (`_UnlessTimeout`).
+    @usableFromInline
     static func _withTimeout(_ timeout: Duration, unless: CancelToken, clock: _TimerClock,
-                             _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
+                             _ operation: @escaping @Sendable (CancelToken) -> Future,
+                             _ makeTiming: () -> _UnlessTimeout<Value>) -> Future {
         if let refused = _refused(timeout, unless, of: "Future.withTimeout(_:unless:_:)") { return refused }
-        let timing = _UnlessTimeout<Value>(timeout: timeout, unless: unless)
+        let timing = makeTiming()
         timing.timer = clock.after(timeout) { timing.timerFired() }
         // No registration on the output: it settles only through the
         // node, and each of its paths that does not fire the timer cancels it.

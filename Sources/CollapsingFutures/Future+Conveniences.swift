@@ -85,18 +85,25 @@ extension Future {
     /// `clock` measures the duration: `ContinuousClock` by default; a
     /// `SuspendingClock`, or any other clock (a test's, which the test
     /// advances), as for `CancelTokenSource(cancellingAfter:clock:)`.
+    @inlinable
     public func timeout(_ duration: Duration, unless: CancelToken = .immortal,
                         clock: some Clock<Duration> = ContinuousClock()) -> Future<Value> {
-        _timeout(duration, unless: unless, clock: _TimerClock(clock))
+        _timeout(duration, unless: unless, clock: _TimerClock(clock)) {
+            _FutureTimeout(input: self, output: Future(), duration: duration)
+        }
     }
 
-    /// `timeout(_:unless:clock:)`, on a clock of erased type (`_TimerClock`).
-    func _timeout(_ duration: Duration, unless: CancelToken, clock: _TimerClock) -> Future<Value> {
+    /// `timeout(_:unless:clock:)`, on a clock of erased type (`_TimerClock`),
+    /// with its node made by the caller's specialized code (`_FutureTimeout`).
+    /// A completed future is its own result: it arms no timer.
+    @usableFromInline
+    func _timeout(_ duration: Duration, unless: CancelToken, clock: _TimerClock,
+                  _ makeTiming: () -> _FutureTimeout<Value>) -> Future<Value> {
         _Delay.check(duration, "duration", of: "Future.timeout(_:unless:)")
-        if let r = result { return Future(_result: r) }
+        if _word & _wCancelled != 0 { return self }
         if duration == .zero { return .failed(TimeoutError(after: .zero)) }
         if unless.isCancelled { return .cancelled }
-        let timing = _FutureTimeout(input: self, duration: duration)
+        let timing = makeTiming()
         timing.timer = clock.after(duration) { timing.timerFired() }
         // This future's own completion token never cancels it first (as for
         // continuations): as `unless` it must not beat the result.

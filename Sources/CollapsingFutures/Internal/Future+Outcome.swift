@@ -59,11 +59,7 @@ extension Future {
     /// not specialized.
     @usableFromInline func _complete(copying other: Future) {
         if other._isLinked { return _complete(copying: other._linkedRoot) }
-        if _isFailure(cf_token_load(other._ownTptr)) {
-            _wordsAddress.initializeMemory(as: (any Error).self, to: other._storedError)
-            cf_token_settle(_ownTptr, _wFailure)
-            return
-        }
+        if _isFailure(cf_token_load(other._ownTptr)) { return _complete(failure: other._storedError) }
         if Self._inline {
             // A trivial value is its bits: copied as they are, without the
             // value witness calls of a generic load and store (this method
@@ -77,6 +73,38 @@ extension Future {
             _words.0 = UInt(bitPattern: other._box.retain().toOpaque())
         }
         cf_token_settle(_ownTptr, _wCancelled)
+    }
+
+    /// `_complete` with a failure, without building a `Result`.
+    @usableFromInline func _complete(failure e: any Error) {
+        _wordsAddress.initializeMemory(as: (any Error).self, to: e)
+        cf_token_settle(_ownTptr, _wFailure)
+    }
+
+    /// `_trySet` with `other`'s outcome (it has completed), for code that
+    /// is not specialized: building a `Result<Value, any Error>` there
+    /// looks up that type's metadata on every call; this needs none.
+    @usableFromInline @discardableResult
+    func _trySet(copying other: Future) -> Bool {
+        guard let f = _takeClaim() else { return false }
+        f._withUnsafeGuaranteedRef { $0._complete(copying: other) }
+        return true
+    }
+
+    /// `_trySet(.failure(e))`, for code that is not specialized (as
+    /// `_trySet(copying:)`).
+    @usableFromInline @discardableResult
+    func _tryFail(_ e: any Error) -> Bool {
+        guard let f = _takeClaim() else { return false }
+        f._withUnsafeGuaranteedRef { $0._complete(failure: e) }
+        return true
+    }
+
+    /// The failure of a completed future (its root's when linked), nil if
+    /// it succeeded: read without building a `Result`.
+    @usableFromInline var _completedFailure: (any Error)? {
+        guard _isFailure(_word) else { return nil }
+        return _slowPath(_isLinked) ? _linkedRoot._storedError : _storedError
     }
 
     /// The stored failure. Only after seeing the future failed.

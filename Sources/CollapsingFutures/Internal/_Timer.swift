@@ -127,6 +127,7 @@ final class _SleepingTimer<C: Clock<Duration>>: _Timer, @unchecked Sendable {
 /// its work, with this, to code generic over its value alone: a closure
 /// made where a clock's type is generic carries that type's metadata in a
 /// context of its own, one allocation per closure and call.
+@usableFromInline
 struct _TimerClock: Sendable {
     /// The wheel of a `ContinuousClock` or a `SuspendingClock` (unless
     /// `sleeping` is set).
@@ -143,7 +144,7 @@ struct _TimerClock: Sendable {
         self.sleeping = sleeping
     }
 
-    init<C: Clock<Duration>>(_ clock: C) {
+    @usableFromInline init<C: Clock<Duration>>(_ clock: C) {
         if C.self == ContinuousClock.self {
             self.init(wheel: CF_CLOCK_CONTINUOUS, sleeping: nil)
         } else if C.self == SuspendingClock.self {

@@ -69,5 +69,5 @@ protocol _ContinuationOutput: AnyObject {
 }
 
 extension Future: _ContinuationOutput {
-    @usableFromInline func _failCancelled() { _trySet(.failure(CancellationError())) }
+    @usableFromInline func _failCancelled() { _tryFail(CancellationError()) }
 }

@@ -16,15 +16,23 @@ import CCollapsingFutures
 /// Fields: all are written before the node is shared (the timer is armed
 /// before `timer` is stored, but its payload does not read it), and only
 /// read afterwards, so they need no lock.
+///
+/// Made by the caller's specialized code (`timeout(_:unless:clock:)` is
+/// inlinable), output included: there the metadata of this class and of
+/// `Future<Value>` is a cached load, where the library's unspecialized
+/// code would look both up on every call. Its methods, unspecialized,
+/// build no `Result` (`_trySet(copying:)`, `_tryFail`) for the same reason.
+@usableFromInline
 final class _FutureTimeout<Value: Sendable>: _Node, @unchecked Sendable {
-    let output = Future<Value>()
+    let output: Future<Value>
     let input: Future<Value>
     let duration: Duration
     /// Nil when the timeout never fires (100 years or more).
     @exclusivity(unchecked) var timer: _Timer?
 
-    init(input: Future<Value>, duration: Duration) {
+    @usableFromInline init(input: Future<Value>, output: Future<Value>, duration: Duration) {
         self.input = input
+        self.output = output
         self.duration = duration
         super.init()
     }
@@ -38,13 +46,13 @@ final class _FutureTimeout<Value: Sendable>: _Node, @unchecked Sendable {
 
     /// The timer fired (on the driver's thread).
     func timerFired() {
-        guard output._trySet(.failure(TimeoutError(after: duration))) else { return }
+        guard output._tryFail(TimeoutError(after: duration)) else { return }
         _ = _removeNode(_NodeRef(_ptr), from: input, byUnless: false)
     }
 
     /// `unless` was cancelled.
     func unlessCancelled() {
-        guard output._trySet(.failure(CancellationError())) else { return }
+        guard output._tryFail(CancellationError()) else { return }
         timer?.cancel()
         _ = _removeNode(_NodeRef(_ptr), from: input, byUnless: false)
     }
@@ -52,6 +60,6 @@ final class _FutureTimeout<Value: Sendable>: _Node, @unchecked Sendable {
     /// The input completed.
     override func _run() {
         timer?.cancel()
-        output._trySet(input._result)
+        output._trySet(copying: input)
     }
 }

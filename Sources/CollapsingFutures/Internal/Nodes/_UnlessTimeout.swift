@@ -17,8 +17,12 @@ import CCollapsingFutures
 /// Fields: all are written before the node is shared (the timer is armed
 /// before `timer` is stored, but its payload reads neither `timer` nor
 /// `operation`), and only read afterwards, so they need no lock.
+///
+/// Made by the caller's specialized code, output included, and its
+/// methods build no `Result`: as `_FutureTimeout`, for the same reason.
+@usableFromInline
 final class _UnlessTimeout<Value: Sendable>: _Node, @unchecked Sendable {
-    let output = Future<Value>()
+    let output: Future<Value>
     /// The operation's token's storage (`token`).
     let attempt = _TokenStorage(terminal: 0)
     let timeout: Duration
@@ -29,7 +33,8 @@ final class _UnlessTimeout<Value: Sendable>: _Node, @unchecked Sendable {
     /// The operation's future: set by `start`, which registers this node on it.
     @exclusivity(unchecked) var operation: Future<Value>?
 
-    init(timeout: Duration, unless: CancelToken) {
+    @usableFromInline init(timeout: Duration, unless: CancelToken, output: Future<Value>) {
+        self.output = output
         self.timeout = timeout
         self.unless = unless
         super.init()
@@ -53,7 +58,7 @@ final class _UnlessTimeout<Value: Sendable>: _Node, @unchecked Sendable {
     func timerFired() {
         guard let gone = stop.stop(.timeout) else { return }
         attempt.settle(_wCancelled)
-        if gone { output._trySet(.failure(TimeoutError(after: timeout))) }
+        if gone { output._tryFail(TimeoutError(after: timeout)) }
     }
 
     /// `unless` was cancelled. The timer can do nothing any more: it goes
@@ -71,13 +76,12 @@ final class _UnlessTimeout<Value: Sendable>: _Node, @unchecked Sendable {
         let operation = operation.unsafelyUnwrapped
         guard operation._word & _wCancelled != 0 else {
             switch stop.operationGone() {
-            case .timeout?: output._trySet(.failure(TimeoutError(after: timeout)))
+            case .timeout?: output._tryFail(TimeoutError(after: timeout))
             case .unless?: output._failCancelled()
             case nil: break   // the timer or `unless` will say
             }
             return
         }
-        let r = operation._result
         timer?.cancel()
         // A stop recorded first may not have cancelled the token yet:
         // cancel it here, before the answer is published (the stopper's
@@ -95,12 +99,12 @@ final class _UnlessTimeout<Value: Sendable>: _Node, @unchecked Sendable {
         case .unless?: timedOut = false
         case nil: timedOut = timer != nil && !unless.isCancelled
         }
-        if case .failure(let e) = r, e is CancellationError, timedOut {
+        if timedOut, operation._completedFailure is CancellationError {
             // After the timer, the time it waited; before it (the operation
             // cancelled itself), none is known.
-            output._trySet(.failure(stoppedBy == .timeout ? TimeoutError(after: timeout) : TimeoutError()))
+            output._tryFail(stoppedBy == .timeout ? TimeoutError(after: timeout) : TimeoutError())
         } else {
-            output._trySet(r)
+            output._trySet(copying: operation)
         }
     }
 }
