@@ -9,8 +9,19 @@ public func withCancelToken<R>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (CancelToken) async throws -> R
 ) async rethrows -> R {
-    let source = CancelTokenSource()
-    return try await withTaskCancellationHandler {
+    try await withCancelToken(cancelling: CancelTokenSource(), body)
+}
+
+/// `withCancelToken`, with `source`'s token: for a bridge whose token other
+/// events cancel too (gRPC's, whose source has the client's deadline).
+/// `source` must be the caller's own, held nowhere else after this returns.
+@_spi(Bridges)
+public func withCancelToken<R>(
+    cancelling source: CancelTokenSource,
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (CancelToken) async throws -> R
+) async rethrows -> R {
+    try await withTaskCancellationHandler {
         try await _TaskCancelledTokens.$innermost.withValue(_TaskCancelledTokens(source.token)) {
             try await body(source.token)
         }
