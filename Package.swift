@@ -18,9 +18,12 @@ let package = Package(
         .library(name: "CollapsingFuturesTesting", targets: ["CollapsingFuturesTesting"]),
         // Bridges to swift-nio's EventLoopFuture (NIOCore only).
         .library(name: "CollapsingFuturesNIO", targets: ["CollapsingFuturesNIO"]),
+        // Deadlines across gRPC calls (grpc-swift-2's GRPCCore only).
+        .library(name: "CollapsingFuturesGRPC", targets: ["CollapsingFuturesGRPC"]),
     ],
     traits: [
         .trait(name: "NIO", description: "The CollapsingFuturesNIO product's bridges to swift-nio."),
+        .trait(name: "GRPC", description: "The CollapsingFuturesGRPC product's bridges to grpc-swift-2."),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -28,6 +31,9 @@ let package = Package(
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         // Tests only: swift-clocks' TestClock drives the timed APIs too.
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
+        .package(url: "https://github.com/grpc/grpc-swift-2.git", from: "2.4.3"),
+        // Examples and tests only (with the GRPC trait): the HTTP/2 transport.
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport.git", from: "2.9.2"),
     ],
     targets: [
         .systemLibrary(
@@ -52,6 +58,11 @@ let package = Package(
             dependencies: ["CollapsingFutures", .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["NIO"]))],
             path: "Sources/CollapsingFuturesNIO"
         ),
+        .target(
+            name: "CollapsingFuturesGRPC",
+            dependencies: ["CollapsingFutures", .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["GRPC"]))],
+            path: "Sources/CollapsingFuturesGRPC"
+        ),
         // The baseline: the same API with a lock per token, as the original
         // did with @synchronized (a serial DispatchQueue), and the same
         // sources compiled with Synchronization.Mutex (the strongest lock).
@@ -68,10 +79,14 @@ let package = Package(
         .target(name: "MutexLockedFutures", path: "Sources/MutexLockedFutures",
                 swiftSettings: [.define("MUTEX_LOCK")]),
         // Examples: `swift run Examples <name>`; their output is checked by ExamplesTests.
+        // With the GRPC trait, `deadline-hop` and the roles of the
+        // cross-process gRPC tests (ExamplesTests launches them).
         .target(name: "ExampleKit", dependencies: [
-            "CollapsingFutures", "CollapsingFuturesNIO",
+            "CollapsingFutures", "CollapsingFuturesNIO", "CollapsingFuturesGRPC",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["GRPC"])),
+            .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport", condition: .when(traits: ["GRPC"])),
         ], path: "Sources/ExampleKit"),
         .executableTarget(name: "Examples", dependencies: ["ExampleKit"], path: "Sources/Examples"),
         // The fuzz harness, all under Tests/Fuzz: the operation-program
@@ -141,6 +156,8 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             // The Combine name clash and its way out, tested (DocSamplesCombine.swift).
             .product(name: "OpenCombine", package: "OpenCombine"),
+            "CollapsingFuturesGRPC",
+            .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["GRPC"])),
         ], path: "Tests/ExamplesTests"),
         // The NIO bridges, on a real MultiThreadedEventLoopGroup.
         .testTarget(
@@ -150,6 +167,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/NIOBridgeTests"
+        ),
+        // The gRPC bridges in one process (the cross-process tests are
+        // ExamplesTests' GRPCHopTests: they launch the Examples roles).
+        .testTarget(
+            name: "GRPCBridgeTests",
+            dependencies: [
+                "CollapsingFuturesGRPC", "TestSupport",
+                .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["GRPC"])),
+            ],
+            path: "Tests/GRPCBridgeTests"
         ),
         // Replays every committed fuzz corpus file through the interpreter.
         .testTarget(
