@@ -1,7 +1,7 @@
 // swift run Examples <name>
 // names: address-book, pipeline, retry, retry-failures, race, controller, view-model, and the
 // main-thread ones: main-queue, blocked-main, client-wait, client-semaphore;
-// nio-bridge (built with the package's NIO trait);
+// nio-bridge (built with the package's NIO trait); deadline-hop (with the GRPC trait);
 // wait-in-handler, wait-for-main-actor (warn after a second, give up after two), wait-on-timer-pool
 // (warns after a second, gives up after three);
 // `misuse <backoff-nan|negative-delay|force-get-pending|retry-negative-delay>` dies
@@ -43,6 +43,35 @@ if names == ["nio-bridge"] {
         print("== nio-bridge")
         for line in await nioBridgeExample() { print(line) }
         exit(0)
+    }
+    dispatchMain()
+}
+#endif
+#if GRPC
+// deadline-hop runs this executable three times, in the roles grpc-b,
+// grpc-a and grpc-client (which the cross-process tests run too).
+if names == ["deadline-hop"] {
+    print("== deadline-hop")
+    do {
+        for line in try deadlineHopExample(executable: Bundle.main.executableURL!) { print(line) }
+    } catch {
+        print("failed: \(error)")
+        exit(1)
+    }
+    exit(0)
+}
+if names.first?.hasPrefix("grpc-") == true {
+    Task {
+        do {
+            guard try await runHopRole(names) else {
+                print("unknown role: \(names.joined(separator: " "))")
+                exit(2)
+            }
+            exit(0)
+        } catch {
+            print("failed: \(error)")
+            exit(1)
+        }
     }
     dispatchMain()
 }
