@@ -44,7 +44,6 @@ func connect(_ token: CancelToken) -> Future<Int> { .succeeded(7) }
 func connect(_ token: CancelToken) -> Future<Connection> { .succeeded(Connection()) }
 func request(_ token: CancelToken) -> Future<Int> { .succeeded(8) }
 func send(_ request: Request, _ token: CancelToken) -> Future<Response> { .succeeded(Response()) }
-func send(_ request: Request, header: String, _ token: CancelToken) -> Future<Response> { .succeeded(Response()) }
 func fetch() -> Future<Data> { .succeeded(Data([1])) }
 
 // MARK: README
@@ -183,22 +182,6 @@ final class Controller: Sendable {
         }
     }
     func handle(_ e: Int) {}
-}
-
-// MARK: README, deadline propagation
-
-func handle(_ request: Request, until clientGone: CancelToken) -> Future<Response> {
-    let budget = CancelTokenSource(cancellingAfter: .seconds(2))
-    let token = CancelToken.any(budget.token, clientGone)
-    // What is left when the downstream call starts: its own timeout, and a
-    // header that tells the next service (gRPC's grpc-timeout, in ms).
-    let left = token.deadline.map { ContinuousClock.now.duration(to: $0) } ?? .seconds(2)
-    let header = "grpc-timeout: \(Int(max(0, left / .milliseconds(1))))m"
-    let response = Future.withTimeout(left, until: token) { callToken in
-        send(request, header: header, callToken)
-    }
-    response.finallyDo { _ in withExtendedLifetime(budget) {} }   // the deadline stands until the answer
-    return response
 }
 
 // MARK: GettingStarted.md

@@ -46,8 +46,6 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         await #expect(throws: Denied.self) { try await contacts(of: AddressBook(names: nil)).get() }
         #expect(try await fetchWithRetry(3).get() == Data([1]))
         #expect(try await reply(to: Request()).get().status == 200)
-        let client = CancelTokenSource()
-        #expect(try await handle(Request(), until: client.token).get().status == 200)
         #expect(waitForReply(.succeeded(Response(status: 201)))?.status == 201)
         let screen = AvatarScreen()
         showAvatar(.succeeded(Image()), on: screen)
