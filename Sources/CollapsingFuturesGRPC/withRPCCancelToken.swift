@@ -43,6 +43,8 @@ public func withRPCCancelToken<R>(
         CancelTokenSource(cancellingAfter: max($0, .nanoseconds(1)))
     } ?? CancelTokenSource()
     let rpc = context.cancellation
+    // Already cancelled: so before `body` starts, not when the child task runs.
+    if rpc.isCancelled { source.cancel() }
     return try await withThrowingTaskGroup(of: Void.self, isolation: isolation) { group in
         group.addTask {
             // Throws (and cancels nothing) when the group is cancelled first.

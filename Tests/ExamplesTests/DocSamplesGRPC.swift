@@ -57,7 +57,7 @@ func serveB(_ request: ServerRequest<String>, _ context: ServerContext) async th
     @Test func serviceBAnswersUntilItsRPCIsCancelled() async throws {
         let context = ServerContext(descriptor: askMethod, remotePeer: "", localPeer: "", cancellation: .init())
         var metadata: Metadata = [:]
-        metadata.addString("2S", forKey: "grpc-timeout")
+        metadata.addString("1H", forKey: "grpc-timeout")
         let response = try await serveB(ServerRequest(metadata: metadata, message: "life"), context)
         #expect(try response.message == "answer to life")
         context.cancellation.cancel()

@@ -19,20 +19,16 @@ func metadata(timeout: String?) -> Metadata {
     return m
 }
 
-/// What is left of `deadline`, in whole milliseconds.
-func millisecondsLeft(_ deadline: ContinuousClock.Instant?) -> Int64? {
-    deadline.map { ContinuousClock.now.duration(to: $0) / .milliseconds(1) }.map { Int64($0.rounded()) }
-}
-
 @Suite struct RPCCancelTokens {
-    @Test(arguments: [("7H", 7 * 3_600_000), ("3M", 180_000), ("20S", 20_000), ("2500m", 2_500),
-                      ("4000000u", 4_000), ("50000000n", 50), ("99999999m", 99_999_999)])
-    func theDeadlineIsTheRequestsTimeoutInEachUnit(_ header: String, _ milliseconds: Int64) async {
-        let left = await withRPCCancelToken(context(), metadata: metadata(timeout: header)) { token in
-            millisecondsLeft(token.deadline)
-        }
-        // Counted from the call: a few milliseconds at most have passed.
-        #expect(left.map { $0 <= milliseconds && $0 >= milliseconds - 1_000 } == true, "\(header): \(String(describing: left))")
+    @Test(arguments: [("7H", Duration.seconds(7 * 3_600)), ("3M", .seconds(180)), ("20S", .seconds(20)),
+                      ("2500m", .milliseconds(2_500)), ("4000000u", .seconds(4)), ("50000000n", .milliseconds(50)),
+                      ("99999999m", .milliseconds(99_999_999))])
+    func theDeadlineIsTheRequestsTimeoutInEachUnit(_ header: String, _ timeout: Duration) async {
+        let before = ContinuousClock.now
+        let deadline = await withRPCCancelToken(context(), metadata: metadata(timeout: header)) { $0.deadline }
+        let after = ContinuousClock.now
+        // Counted from the call.
+        #expect(deadline.map { $0 >= before + timeout && $0 <= after + timeout } == true, "\(header)")
     }
 
     @Test(arguments: [nil, "", "5", "m", "123456789m", "-5m", "+5m", "5x", "5 m", " 5m", "5M5", "٣m", "5mm", "5000000000n"])
@@ -134,14 +130,14 @@ func millisecondsLeft(_ deadline: ContinuousClock.Instant?) -> Int64? {
     }
 
     @Test func aSoonerDeadlineLimitsTheTimeout() {
-        let source = CancelTokenSource(cancellingAfter: .seconds(2))
+        let source = CancelTokenSource(cancellingAfter: .seconds(3_600))
         var options = CallOptions.defaults
         let limited = options.limited(by: source.token).timeout
-        #expect(limited.map { $0 <= .seconds(2) && $0 > .seconds(1) } == true)
+        #expect(limited.map { $0 <= .seconds(3_600) && $0 > .seconds(3_000) } == true)
         options.timeout = .seconds(1)
         #expect(options.limited(by: source.token).timeout == .seconds(1))
-        options.timeout = .seconds(60)
-        #expect(options.limited(by: source.token).timeout.map { $0 <= .seconds(2) } == true)
+        options.timeout = .seconds(7_200)
+        #expect(options.limited(by: source.token).timeout.map { $0 <= .seconds(3_600) } == true)
     }
 
     @Test func aCancelledTokenGivesAZeroTimeout() {
@@ -158,16 +154,18 @@ func millisecondsLeft(_ deadline: ContinuousClock.Instant?) -> Int64? {
 
 @Suite struct RPCFutures {
     @Test func theCallGetsTheLimitedOptionsAndItsOutcomeIsTheFutures() async throws {
-        let source = CancelTokenSource(cancellingAfter: .seconds(10))
+        // Deadlines an hour away where they are not the subject: a loaded
+        // machine may start the call's Task much later than now.
+        let source = CancelTokenSource(cancellingAfter: .seconds(3_600))
         var given = CallOptions.defaults
-        given.timeout = .seconds(30)
+        given.timeout = .seconds(7_200)
         let seen = Locked<Duration?>(nil)
         let reply = Future<String>.rpc(until: source.token, options: given) { options in
             seen.withLock { $0 = options.timeout }
             return "ok"
         }
         #expect(try await reply.get() == "ok")
-        #expect(seen.withLock { $0 }.map { $0 <= .seconds(10) && $0 > .seconds(9) } == true)
+        #expect(seen.withLock { $0 }.map { $0 <= .seconds(3_600) && $0 > .seconds(3_000) } == true)
     }
 
     @Test func aCancelledTokenCallsNothing() async {
@@ -186,7 +184,7 @@ func millisecondsLeft(_ deadline: ContinuousClock.Instant?) -> Int64? {
     }
 
     @Test func aCancelBeforeTheDeadlineIsCancellationErrorAndCancelsTheCall() async {
-        let source = CancelTokenSource(cancellingAfter: .seconds(30))
+        let source = CancelTokenSource(cancellingAfter: .seconds(3_600))
         let callCancelled = CancelTokenSource()
         let started = CancelTokenSource()
         let reply = Future<Int>.rpc(until: source.token) { _ in
@@ -219,7 +217,7 @@ func millisecondsLeft(_ deadline: ContinuousClock.Instant?) -> Int64? {
     }
 
     @Test func otherRPCErrorsArriveUnchanged() async {
-        let reply = Future<Int>.rpc(until: CancelTokenSource(cancellingAfter: .seconds(30)).token) { _ in
+        let reply = Future<Int>.rpc(until: CancelTokenSource(cancellingAfter: .seconds(3_600)).token) { _ in
             throw RPCError(code: .unavailable, message: "down")
         }
         await #expect(throws: RPCError(code: .unavailable, message: "down")) { try await reply.get() }
