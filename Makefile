@@ -12,7 +12,7 @@ TRAITS = --traits NIO,GRPC
 # tests run in `make test`.)
 SANITIZER_TRAITS = --traits NIO
 
-.PHONY: deps build test test-tsan test-asan bench bench-chart bench-quick clean install-check
+.PHONY: deps build test test-tsan test-asan bench bench-chart bench-grpc bench-quick clean install-check
 
 deps:
 	@pkg-config --exists atomic_ops || { \
@@ -58,6 +58,11 @@ bench: deps
 # with the figures Benchmarks/README.md gives from the same run.
 bench-chart: deps
 	$(SWIFT) run -c release benchmarks --svg Benchmarks/ratios.svg
+
+# The gRPC bridge's cost on a unary call on loopback (the GRPC trait; a
+# scratch path of its own, so that make bench's build stays as it is).
+bench-grpc: deps
+	$(SWIFT) run -c release --traits GRPC --scratch-path .build-grpc benchmarks --filter "gRPC unary"
 
 bench-quick: deps
 	$(SWIFT) run -c release benchmarks --quick

@@ -348,6 +348,9 @@ scenarios.append(Scenario(name: "all x1000", summary: "Future.all over 1,000 fut
                           opsPerIteration: 1000, iterations: 200,
                           bodies: ["lockfree": lockfreeAll, "nio": nioAll]))
 scenarios += deadlineScenarios(quick: quick)
+#if GRPC
+scenarios += grpcScenarios()
+#endif
 scenarios.append(Scenario(name: "task create+cancel", summary: "swift-concurrency: Task create + cancel + await (reference)",
                           opsPerIteration: 1, iterations: 20_000, bodies: ["swift-concurrency": taskCreateCancel]))
 
