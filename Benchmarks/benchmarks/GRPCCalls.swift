@@ -30,7 +30,7 @@ struct BenchEcho: RegistrableRPCService {
         }
         router.registerHandler(forMethod: bridgedEcho, deserializer: BenchText(), serializer: BenchText()) { stream, context in
             let request = try await ServerRequest(stream: stream)
-            let reply = try await withRPCCancelToken(context, metadata: request.metadata) { _ in request.message }
+            let reply = await withRPCCancelToken(context, metadata: request.metadata) { _ in request.message }
             return StreamingServerResponse(single: ServerResponse(message: reply))
         }
     }

@@ -396,7 +396,7 @@ let memory: [(probe: MemoryProbe, bytesPerItem: Double)] = filter == nil && impl
 
 // MARK: run and report
 
-let columns = impls + ["nio-loop", "dispatch-timer"]
+let columns = impls + ["nio-loop", "dispatch-timer", "grpc"]
 var figures: [Figure] = []
 for s in scenarios where filter.map({ s.name.contains($0) }) ?? true {
     for impl in columns where implFilter.map({ impl == $0 }) ?? true {
