@@ -389,43 +389,16 @@ extension Future {
                           clock: _TimerClock, _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.checkRetries(maxTries, baseTimeout, "baseTimeout", backoff: backoff,
                             of: "Future.retrying(upTo:baseTimeout:backoff:until:_:)")
-        /// Tries from `first` on. A try that has already timed out when
-        /// `withTimeout` returns (a zero timeout, or an operation that
-        /// returned a timed-out future) is followed by the next one in this
-        /// loop, not by recursion: `retrying(upTo: 1_000_000, baseTimeout:
-        /// .zero)` uses constant stack. A try still running continues
-        /// through a continuation, which the drain runs without nesting.
-        @Sendable func attempt(_ first: Int, _ firstTimeout: Duration) -> Future {
-            var i = first, timeout = firstTimeout
-            while true {
-                if i >= maxTries { return .timedOut }
-                if until.isCancelled { return .cancelled }
-                // A zero timeout times out without running the operation,
-                // and stays zero once scaled: every try left would too, so
-                // `retrying(upTo: .max, baseTimeout: .zero)` (or a backoff
-                // of 0) ends here instead of counting them.
-                if timeout == .zero { return .failed(TimeoutError(after: .zero)) }
-                let tried = _withTimeout(timeout, until: until, clock: clock, operation)
-                if let r = tried.result {
-                    // The last try's timeout is the result: it says how long that try had.
-                    guard case .failure(let e) = r, e is TimeoutError, i + 1 < maxTries else { return tried }
-                    i += 1
-                    timeout = _Delay.scaled(timeout, by: backoff)
-                    continue
-                }
-                let out = Future()
-                let next = i + 1, nextTimeout = _Delay.scaled(timeout, by: backoff)
-                _ContinuationNode._make(output: out) {
-                    if case .failure(let e) = tried._result, e is TimeoutError, next < maxTries {
-                        out._trySetFuture(attempt(next, nextTimeout))
-                    } else {
-                        out._trySet(tried._result)
-                    }
-                }._register(on: tried, .libraryCallingUser, unless: until)
-                return out
-            }
+        // Only a timeout is retried. A zero timeout fails without running
+        // the operation and stays zero once scaled: every try left would
+        // too, so `retrying(upTo: .max, baseTimeout: .zero)` (or a backoff
+        // of 0) ends at once instead of counting them. The last try's
+        // timeout is the result: it says how long that try had.
+        return _retryLoop(upTo: maxTries, first: baseTimeout, backoff: backoff, until: until, clock: clock,
+                          stepIsAWait: false, noTries: .timedOut, operation) { tried, i, timeout in
+            guard i + 1 < maxTries, timeout != .zero, case .failure(let e)? = tried.result else { return false }
+            return e is TimeoutError
         }
-        return attempt(0, baseTimeout).unless(until)
     }
 
     /// Retries failures: runs `operation`; when its future fails with an
@@ -471,53 +444,66 @@ extension Future {
                           _ operation: @escaping @Sendable (CancelToken) -> Future) -> Future {
         _Delay.checkRetries(maxTries, delay, "delay", backoff: backoff,
                             of: "Future.retrying(upTo:delay:backoff:until:shouldRetry:_:)")
-        if maxTries == 0 || until.isCancelled { return .cancelled }
-        /// Whether try `i`'s outcome is the result: a success, an error not
-        /// to retry, or the last try's failure (also when the `wait` before
-        /// the next try would never end).
-        @Sendable func isFinal(_ tried: Future, _ i: Int, before wait: Duration) -> Bool {
-            guard i + 1 < maxTries, _Delay.nanoseconds(wait) != nil,
-                  case .failure(let e) = tried._result else { return true }
-            return !shouldRetry(e)
+        // A try is retried when it failed with an error to retry, it is
+        // not the last, and the wait before the next would end.
+        return _retryLoop(upTo: maxTries, first: delay, backoff: backoff, until: until, clock: clock,
+                          stepIsAWait: true, noTries: .cancelled, operation) { tried, i, wait in
+            guard i + 1 < maxTries, _Delay.nanoseconds(wait) != nil, case .failure(let e)? = tried.result else { return false }
+            return shouldRetry(e)
         }
-        /// Tries from `first` on, waiting `firstWait` before the next. What
-        /// completes at once (a try that fails synchronously, a zero wait)
-        /// is followed in this loop; what is pending continues through a
-        /// continuation, which the drain runs without nesting.
-        @Sendable func attempt(_ first: Int, _ firstWait: Duration) -> Future {
-            var i = first, wait = firstWait
+    }
+
+    /// The attempt loop of both `retrying` forms. Each try runs `operation`
+    /// through an until-style `withTimeout`, so a try's token is cancelled
+    /// by `until`, or when the try fails, before the next starts. Try `i`
+    /// has the step `first * backoff^i`: its timeout, or (`stepIsAWait`)
+    /// the wait after it, cancelled by `until`; the timeout is then one
+    /// that never fires. `retries(tried, i, step)` says whether a completed
+    /// try `i` is followed by the next; if not, its outcome is the result.
+    /// `maxTries` of 0 gives `noTries`.
+    ///
+    /// What completes at once (a try that fails synchronously, a zero wait)
+    /// is followed in this loop, not by recursion: a million such tries use
+    /// constant stack. What is pending continues through a continuation,
+    /// which the drain runs without nesting.
+    static func _retryLoop(upTo maxTries: Int, first: Duration, backoff: Double, until: CancelToken,
+                           clock: _TimerClock, stepIsAWait: Bool, noTries: Future,
+                           _ operation: @escaping @Sendable (CancelToken) -> Future,
+                           retries: @escaping @Sendable (_ tried: Future, _ i: Int, _ step: Duration) -> Bool) -> Future {
+        if maxTries == 0 { return noTries.unless(until) }
+        /// Tries from `first` on.
+        @Sendable func attempt(_ first: Int, _ firstStep: Duration) -> Future {
+            var i = first, step = firstStep
             while true {
                 if until.isCancelled { return .cancelled }
-                // The until-style timeout that never fires gives the try
-                // exactly its token's lifetime: cancelled by `until`, or
-                // when the try fails; kept until `until` after a success.
-                let tried = withTimeout(.seconds(_Delay.neverSeconds), until: until, operation)
+                let tried = _withTimeout(stepIsAWait ? .seconds(_Delay.neverSeconds) : step, until: until,
+                                         clock: clock, operation)
                 guard tried.result != nil else {
                     let out = Future()
-                    let next = i + 1, nextWait = wait
+                    let this = i, thisStep = step
                     _ContinuationNode._make(output: out) {
-                        out._trySetFuture(isFinal(tried, next - 1, before: nextWait) ? tried : waited(next, nextWait))
+                        out._trySetFuture(retries(tried, this, thisStep) ? next(this + 1, after: thisStep) : tried)
                     }._register(on: tried, .libraryCallingUser, unless: until)
                     return out
                 }
-                if isFinal(tried, i, before: wait) { return tried }
-                if wait != .zero { return waited(i + 1, wait) }
+                guard retries(tried, i, step) else { return tried }
+                if stepIsAWait && step != .zero { return next(i + 1, after: step) }
                 i += 1
-                wait = _Delay.scaled(wait, by: backoff)
+                step = _Delay.scaled(step, by: backoff)
             }
         }
-        /// Try `next` after `wait` (cancelled by `until`).
-        @Sendable func waited(_ next: Int, _ wait: Duration) -> Future {
-            let pause = Future<Void>._delayed((), by: wait, unless: until, clock: clock)
+        /// Try `i` once the wait `step` (of the try before) has ended.
+        @Sendable func next(_ i: Int, after step: Duration) -> Future {
+            guard stepIsAWait else { return attempt(i, _Delay.scaled(step, by: backoff)) }
+            let pause = Future<Void>._delayed((), by: step, unless: until, clock: clock)
             let out = Future()
-            let nextWait = _Delay.scaled(wait, by: backoff)
             _ContinuationNode._make(output: out) {
                 guard case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
-                out._trySetFuture(attempt(next, nextWait))
+                out._trySetFuture(attempt(i, _Delay.scaled(step, by: backoff)))
             }._register(on: pause, .libraryCallingUser, unless: until)
             return out
         }
-        return attempt(0, delay).unless(until)
+        return attempt(0, first).unless(until)
     }
 }
 
