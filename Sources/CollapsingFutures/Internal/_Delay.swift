@@ -11,8 +11,11 @@ enum _Delay {
         // Compared as a `Duration` first: `components` traps on one longer
         // than `Int64.max` seconds (`.seconds(Int64.max) * 2`).
         if d >= .seconds(neverSeconds) { return nil }
-        let (s, atto) = d.components
-        return max(0, s * 1_000_000_000 + (atto + 999_999_999) / 1_000_000_000)
+        // From the attoseconds, not `components`: that splits them into
+        // seconds first, a division by 10^18 of 128 bits on every timer.
+        let atto = d.attoseconds
+        if atto <= 0 { return 0 }
+        return Int64((atto + 999_999_999) / 1_000_000_000)
     }
 
     /// `d * k`, saturating at "never" (`k` finite and not negative): the

@@ -48,9 +48,11 @@ final class _UnlessTimeout<Value: Sendable>: _Node, @unchecked Sendable {
     /// The token the operation gets: cancelled by the timer or `unless`.
     var token: CancelToken { CancelToken(_owner: attempt) }
 
-    /// Waits for `operation`'s answer.
+    /// Waits for `operation`'s answer: at once, without registering, when
+    /// it is already there (a cache hit).
     func start(_ operation: Future<Value>) {
         self.operation = operation
+        if operation._word & _wCancelled != 0 { return _run() }
         _register(on: operation, .whenSettled)
     }
 
