@@ -9,7 +9,7 @@ public func withCancelToken<R>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (CancelToken) async throws -> R
 ) async rethrows -> R {
-    try await withCancelToken(cancelling: CancelTokenSource(), body)
+    try await withCancelToken(cancelling: CancelTokenSource(), isolation: isolation, body)
 }
 
 /// `withCancelToken`, with `source`'s token: for a bridge whose token other
