@@ -323,7 +323,7 @@ extension Future {
     /// inputs still pending.
     func _removeOnSettle(_ registrations: [CancelRegistration], unless: CancelToken) {
         unless._whenCancelledInline(untilSettled: completionToken) {
-            self._trySet(.failure(CancellationError()))
+            self._failCancelled()
         }
         completionToken._removeWhenSettled(registrations)
     }
@@ -396,7 +396,7 @@ extension Future {
         // timeout is the result: it says how long that try had.
         return _retryLoop(upTo: maxTries, first: baseTimeout, backoff: backoff, until: until, clock: clock,
                           stepIsAWait: false, noTries: .timedOut, operation) { tried, i, timeout in
-            guard i + 1 < maxTries, timeout != .zero, case .failure(let e)? = tried.result else { return false }
+            guard i + 1 < maxTries, timeout != .zero, let e = tried._completedFailure else { return false }
             return e is TimeoutError
         }
     }
@@ -448,7 +448,7 @@ extension Future {
         // not the last, and the wait before the next would end.
         return _retryLoop(upTo: maxTries, first: delay, backoff: backoff, until: until, clock: clock,
                           stepIsAWait: true, noTries: .cancelled, operation) { tried, i, wait in
-            guard i + 1 < maxTries, _Delay.nanoseconds(wait) != nil, case .failure(let e)? = tried.result else { return false }
+            guard i + 1 < maxTries, _Delay.nanoseconds(wait) != nil, let e = tried._completedFailure else { return false }
             return shouldRetry(e)
         }
     }
@@ -498,7 +498,7 @@ extension Future {
             let pause = Future<Void>._delayed((), by: step, unless: until, clock: clock)
             let out = Future()
             _ContinuationNode._make(output: out) {
-                guard case .success = pause._result else { out._trySet(.failure(CancellationError())); return }
+                guard pause._completedFailure == nil else { out._failCancelled(); return }
                 out._trySetFuture(attempt(i, _Delay.scaled(step, by: backoff)))
             }._register(on: pause, .libraryCallingUser, unless: until)
             return out

@@ -57,7 +57,7 @@ extension Future {
                             @_inheritActorContext _ operation: sending @escaping @isolated(any) () async throws -> Value) {
         self.init()
         if token.isCancelled {
-            _trySet(.failure(CancellationError()))
+            _failCancelled()
             return
         }
         let task = _startTask(isolation: isolation, priority: nil, cancelledBy: token, operation) { [self] r in _trySet(r) }

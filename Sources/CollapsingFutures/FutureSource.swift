@@ -44,7 +44,7 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
         self.init(fileID: fileID, line: line)
         let f = future
         token._whenCancelledInline(untilSettled: f.completionToken) {
-            f._trySet(.failure(CancellationError()))
+            f._failCancelled()
         }
     }
 
@@ -88,10 +88,10 @@ public final class FutureSource<Value: Sendable>: Sendable, CustomStringConverti
     @inlinable @discardableResult public func trySetFailure(_ error: any Error) -> Bool { future._trySet(.failure(error)) }
 
     /// Fails with `CancellationError`. `false` if already set.
-    @discardableResult public func trySetFailedWithCancel() -> Bool { future._trySet(.failure(CancellationError())) }
+    @discardableResult public func trySetFailedWithCancel() -> Bool { future._tryFail(CancellationError()) }
 
     /// Fails with `TimeoutError`. `false` if already set.
-    @discardableResult public func trySetFailedWithTimeout() -> Bool { future._trySet(.failure(TimeoutError())) }
+    @discardableResult public func trySetFailedWithTimeout() -> Bool { future._tryFail(TimeoutError()) }
 
     /// Completes with `result`. `false` if already set.
     @inlinable @discardableResult public func trySet(_ result: Result<Value, any Error>) -> Bool { future._trySet(result) }

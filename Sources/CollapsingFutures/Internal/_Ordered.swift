@@ -39,7 +39,7 @@ final class _Ordered<V: Sendable>: @unchecked Sendable {
     func cancelRest() {
         let first = next.add(slots.count, ordering: .relaxed).oldValue
         for i in min(first, slots.count)..<slots.count {
-            slots[i].take()!._trySet(.failure(CancellationError()))
+            slots[i].take()!._failCancelled()
         }
     }
 }
